@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+"""Convert nvidia/canary-qwen-2.5b (NeMo SALM) + Qwen/Qwen3-1.7B files into one transcribe GGUF.
+
+Only python3, numpy and the gguf-py package of the fetched llama.cpp tree are used: the safetensors
+file is memory-mapped and read directly (BF16 included), and tensors are written one at a time so a
+5 GB checkpoint never has more than one tensor's worth of converted data in memory.
+
+Storage policy (see the issue and spec section 6):
+  * norms, biases, BatchNorm statistics, positional biases, the mel window/filterbank: F32
+  * convolution kernels (subsampling and depthwise): F32 (ggml's depthwise conv is only trusted in F32)
+  * LoRA-merged q_proj / v_proj: F32 (re-rounding the merge to BF16 moves logits by ~4 on the real model)
+  * every other matrix: --outtype (bf16 default; the checkpoint is BF16 so bf16 is lossless)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+GGUF_PY = Path(os.environ.get("TRANSCRIBE_GGUF_PY", ROOT / ".deps" / "llama.cpp" / "gguf-py"))
+sys.path.insert(0, str(GGUF_PY))
+try:
+    import gguf  # noqa: E402
+except ImportError as exc:  # pragma: no cover - environment problem
+    sys.exit(f"error: gguf-py not found at {GGUF_PY} ({exc}); run scripts/fetch-ggml.sh")
+
+ARCH = "canary_qwen"
+AUDIO_TAG_ID = 151669
+PROMPT_PREFIX = [151644, 872, 198, 3167, 3114, 279, 2701, 25, 220]  # <|im_start|>user\nTranscribe the following: 
+PROMPT_SUFFIX = [151645, 198, 151644, 77091, 198]                   # <|im_end|>\n<|im_start|>assistant\n
+LLM_PREFIX = "llm.base_model.model.model."
+ENC_PREFIX = "perception.encoder."
+
+
+class ConvertError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- safetensors
+
+class SafeTensors:
+    """Zero-copy view of a .safetensors file (header parsed, data memory-mapped)."""
+
+    DTYPES = {"BF16": (np.uint16, 2), "F16": (np.float16, 2), "F32": (np.float32, 4), "I64": (np.int64, 8)}
+
+    def __init__(self, path: Path):
+        if not path.is_file():
+            raise ConvertError(f"checkpoint file not found: {path}")
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) != 8:
+                raise ConvertError(f"{path}: not a safetensors file (too short)")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8 or n > 100 * 1024 * 1024:
+                raise ConvertError(f"{path}: not a safetensors file (header length {n})")
+            try:
+                self.header = json.loads(f.read(n))
+            except json.JSONDecodeError as exc:
+                raise ConvertError(f"{path}: corrupt safetensors header: {exc}") from None
+        self.header.pop("__metadata__", None)
+        self.data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+        self.path = path
+
+    def names(self):
+        return self.header.keys()
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.header[name]["shape"])
+
+    def raw(self, name: str) -> tuple[np.ndarray, str]:
+        """(array in the stored dtype, dtype name); BF16 comes back as uint16 bit patterns."""
+        info = self.header[name]
+        dt = info["dtype"]
+        if dt not in self.DTYPES:
+            raise ConvertError(f"{self.path}: tensor {name} has unsupported dtype {dt}")
+        np_dt, width = self.DTYPES[dt]
+        b, e = info["data_offsets"]
+        count = int(np.prod(info["shape"])) if info["shape"] else 1
+        if e - b != count * width:
+            raise ConvertError(f"{self.path}: tensor {name} has {e - b} bytes, expected {count * width}")
+        return self.data[b:e].view(np_dt).reshape(info["shape"]), dt
+
+    def f32(self, name: str) -> np.ndarray:
+        arr, dt = self.raw(name)
+        if dt == "BF16":
+            return (arr.astype(np.uint32) << 16).view(np.float32)
+        return arr.astype(np.float32)
+
+
+def bf16_bits_from_f32(x: np.ndarray) -> np.ndarray:
+    """Round-to-nearest-even F32 -> BF16 bit patterns (exact for values that already are BF16)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+# ----------------------------------------------------------------------------- plan
+
+class Plan:
+    """Ordered list of output tensors; each one produced lazily when written."""
+
+    def __init__(self, st: SafeTensors, outtype: str):
+        self.st = st
+        self.outtype = outtype
+        self.items: list[tuple[str, tuple[int, ...], str, object]] = []  # (name, shape, kind, producer)
+
+    def need(self, name: str, shape: tuple[int, ...] | None = None) -> str:
+        if name not in self.st.header:
+            raise ConvertError(f"missing tensor in checkpoint: {name}")
+        if shape is not None and self.st.shape(name) != shape:
+            raise ConvertError(f"tensor {name} has shape {list(self.st.shape(name))}, expected {list(shape)}")
+        return name
+
+    def f32(self, out: str, src: str, shape=None, reshape=None):
+        self.need(src, shape)
+        final = reshape if reshape is not None else self.st.shape(src)
+        self.items.append((out, tuple(final), "f32", lambda: self.st.f32(src).reshape(final)))
+
+    def matrix(self, out: str, src: str, shape=None, reshape=None):
+        """A weight used by mul_mat: stored in --outtype."""
+        self.need(src, shape)
+        final = reshape if reshape is not None else self.st.shape(src)
+
+        def produce():
+            arr, dt = self.st.raw(src)
+            arr = arr.reshape(final)
+            if self.outtype == "bf16":
+                return arr if dt == "BF16" else bf16_bits_from_f32(arr.astype(np.float32))
+            x = self.st.f32(src).reshape(final)
+            return x.astype(np.float16) if self.outtype == "f16" else x
+
+        self.items.append((out, tuple(final), self.outtype, produce))
+
+    def custom(self, out: str, shape, kind: str, producer):
+        self.items.append((out, tuple(shape), kind, producer))
+
+
+# ----------------------------------------------------------------------------- config
+
+def load_json(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise ConvertError(f"{what} not found: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConvertError(f"{path}: invalid JSON: {exc}") from None
+
+
+def salm_hparams(cfg: dict, path: Path) -> dict:
+    try:
+        perc = cfg["perception"]
+        pre, enc = perc["preprocessor"], perc["encoder"]
+        lora = cfg["lora"]
+        tag = cfg["audio_locator_tag"]
+        out_dim = perc["output_dim"]
+    except (KeyError, TypeError) as exc:
+        raise ConvertError(f"{path}: not a NeMo SALM config (missing key {exc})") from None
+    if enc.get("self_attention_model") != "rel_pos" or enc.get("subsampling") != "dw_striding":
+        raise ConvertError(f"{path}: unsupported encoder (self_attention_model={enc.get('self_attention_model')}, "
+                           f"subsampling={enc.get('subsampling')})")
+    if enc.get("subsampling_factor") != 8:
+        raise ConvertError(f"{path}: unsupported subsampling_factor {enc.get('subsampling_factor')}")
+    if pre.get("normalize") != "per_feature":
+        raise ConvertError(f"{path}: unsupported mel normalisation {pre.get('normalize')}")
+    if enc.get("xscaling"):
+        raise ConvertError(f"{path}: xscaling=true is not supported")
+    if tag != "<|audioplaceholder|>":
+        raise ConvertError(f"{path}: unexpected audio_locator_tag {tag!r}")
+    r, alpha = int(lora["r"]), float(lora["lora_alpha"])
+    if r <= 0:
+        raise ConvertError(f"{path}: lora.r must be positive, got {r}")
+    targets = set(lora.get("target_modules", []))
+    if not targets <= {"q_proj", "v_proj"}:
+        raise ConvertError(f"{path}: LoRA target modules {sorted(targets)} not supported (q_proj, v_proj)")
+    sr = int(pre["sample_rate"])
+    return {
+        "sample_rate": sr,
+        "n_fft": int(pre["n_fft"]),
+        "win_length": int(round(pre["window_size"] * sr)),
+        "hop_length": int(round(pre["window_stride"] * sr)),
+        "n_mels": int(pre["features"]),
+        "d_model": int(enc["d_model"]),
+        "n_layers": int(enc["n_layers"]),
+        "n_heads": int(enc["n_heads"]),
+        "ff_dim": int(enc["d_model"]) * int(enc["ff_expansion_factor"]),
+        "conv_kernel": int(enc["conv_kernel_size"]),
+        "sub_channels": int(enc["subsampling_conv_channels"]),
+        "feat_in": int(enc["feat_in"]),
+        "untie_biases": bool(enc.get("untie_biases", True)),
+        "output_dim": int(out_dim),
+        "lora_scale": alpha / r,
+        "lora_targets": targets,
+    }
+
+
+def qwen3_hparams(cfg: dict, path: Path) -> dict:
+    if cfg.get("model_type") != "qwen3":
+        raise ConvertError(f"{path}: not a Qwen3 config (model_type={cfg.get('model_type')!r})")
+    try:
+        return {
+            "hidden": int(cfg["hidden_size"]),
+            "n_layers": int(cfg["num_hidden_layers"]),
+            "n_heads": int(cfg["num_attention_heads"]),
+            "n_kv_heads": int(cfg["num_key_value_heads"]),
+            "head_dim": int(cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]),
+            "ff_dim": int(cfg["intermediate_size"]),
+            "rms_eps": float(cfg["rms_norm_eps"]),
+            "rope_theta": float(cfg["rope_theta"]),
+            "vocab": int(cfg["vocab_size"]),
+            "n_ctx_train": int(cfg["max_position_embeddings"]),
+            "tied": bool(cfg.get("tie_word_embeddings", True)),
+        }
+    except KeyError as exc:
+        raise ConvertError(f"{path}: Qwen3 config lacks {exc}") from None
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+def load_tokenizer(llm_dir: Path, vocab_size: int):
+    vocab = load_json(llm_dir / "vocab.json", "tokenizer vocab.json")
+    merges_path = llm_dir / "merges.txt"
+    if not merges_path.is_file():
+        raise ConvertError(f"tokenizer merges.txt not found: {merges_path}")
+    merges = [ln for ln in merges_path.read_text(encoding="utf-8").split("\n")
+              if ln and not ln.startswith("#version")]
+    tcfg = load_json(llm_dir / "tokenizer_config.json", "tokenizer_config.json")
+    added = {int(k): v["content"] for k, v in tcfg.get("added_tokens_decoder", {}).items()}
+    added[AUDIO_TAG_ID] = "<|audioplaceholder|>"
+
+    tokens = [f"[PAD{i}]" for i in range(vocab_size)]
+    types = [gguf.TokenType.UNUSED] * vocab_size
+    for text, idx in vocab.items():
+        if idx >= vocab_size:
+            raise ConvertError(f"vocab.json id {idx} outside vocab_size {vocab_size}")
+        tokens[idx] = text
+        types[idx] = gguf.TokenType.NORMAL
+    for idx, text in added.items():
+        if idx >= vocab_size:
+            raise ConvertError(f"added token id {idx} outside vocab_size {vocab_size}")
+        tokens[idx] = text
+        types[idx] = gguf.TokenType.CONTROL
+    return tokens, types, merges
+
+
+# ----------------------------------------------------------------------------- conversion
+
+def build_plan(st: SafeTensors, hp: dict, lm: dict, outtype: str) -> Plan:
+    p = Plan(st, outtype)
+    d, C, nm = hp["d_model"], hp["sub_channels"], hp["n_mels"]
+    n_fft = hp["n_fft"]
+
+    # mel frontend buffers from the checkpoint (BF16-rounded values matter, see spec 3.1)
+    p.f32("mel.filterbank", "perception.preprocessor.featurizer.fb", (1, nm, n_fft // 2 + 1), (nm, n_fft // 2 + 1))
+    p.f32("mel.window", "perception.preprocessor.featurizer.window", (hp["win_length"],))
+
+    # dw_striding subsampling
+    sub = ENC_PREFIX + "pre_encode."
+    p.f32("enc.sub.conv0.weight", sub + "conv.0.weight", (C, 1, 3, 3))
+    p.f32("enc.sub.conv0.bias", sub + "conv.0.bias", (C,))
+    for src, dst in (("2", "dw1"), ("5", "dw2")):
+        p.f32(f"enc.sub.{dst}.weight", sub + f"conv.{src}.weight", (C, 1, 3, 3))
+        p.f32(f"enc.sub.{dst}.bias", sub + f"conv.{src}.bias", (C,))
+    for src, dst in (("3", "pw1"), ("6", "pw2")):
+        p.f32(f"enc.sub.{dst}.weight", sub + f"conv.{src}.weight", (C, C, 1, 1), (C, C))
+        p.f32(f"enc.sub.{dst}.bias", sub + f"conv.{src}.bias", (C,))
+    freq_out = nm // 8
+    p.matrix("enc.sub.out.weight", sub + "out.weight", (d, C * freq_out))
+    p.f32("enc.sub.out.bias", sub + "out.bias", (d,))
+
+    ff, H = hp["ff_dim"], hp["n_heads"]
+    for i in range(hp["n_layers"]):
+        s, o = f"{ENC_PREFIX}layers.{i}.", f"enc.blk.{i}."
+        for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
+            p.f32(o + norm + ".weight", s + norm + ".weight", (d,))
+            p.f32(o + norm + ".bias", s + norm + ".bias", (d,))
+        for ffn in ("feed_forward1", "feed_forward2"):
+            p.matrix(o + ffn + ".up.weight", s + ffn + ".linear1.weight", (ff, d))
+            p.f32(o + ffn + ".up.bias", s + ffn + ".linear1.bias", (ff,))
+            p.matrix(o + ffn + ".down.weight", s + ffn + ".linear2.weight", (d, ff))
+            p.f32(o + ffn + ".down.bias", s + ffn + ".linear2.bias", (d,))
+        for lin in ("q", "k", "v", "out"):
+            p.matrix(o + f"attn.{lin}.weight", s + f"self_attn.linear_{lin}.weight", (d, d))
+            p.f32(o + f"attn.{lin}.bias", s + f"self_attn.linear_{lin}.bias", (d,))
+        p.matrix(o + "attn.pos.weight", s + "self_attn.linear_pos.weight", (d, d))
+        p.f32(o + "attn.pos_bias_u", s + "self_attn.pos_bias_u", (H, d // H))
+        p.f32(o + "attn.pos_bias_v", s + "self_attn.pos_bias_v", (H, d // H))
+        p.matrix(o + "conv.pw1.weight", s + "conv.pointwise_conv1.weight", (2 * d, d, 1), (2 * d, d))
+        p.f32(o + "conv.pw1.bias", s + "conv.pointwise_conv1.bias", (2 * d,))
+        p.f32(o + "conv.dw.weight", s + "conv.depthwise_conv.weight", (d, 1, hp["conv_kernel"]), (d, hp["conv_kernel"]))
+        p.f32(o + "conv.dw.bias", s + "conv.depthwise_conv.bias", (d,))
+        for bn in ("weight", "bias", "running_mean", "running_var"):
+            p.f32(o + f"conv.bn.{bn}", s + f"conv.batch_norm.{bn}", (d,))
+        p.matrix(o + "conv.pw2.weight", s + "conv.pointwise_conv2.weight", (d, d, 1), (d, d))
+        p.f32(o + "conv.pw2.bias", s + "conv.pointwise_conv2.bias", (d,))
+
+    p.matrix("proj.weight", "perception.proj.weight", (lm["hidden"], d))
+    p.f32("proj.bias", "perception.proj.bias", (lm["hidden"],))
+
+    # Qwen3 with LoRA merged in FP32
+    hd, nh, nkv, hid = lm["head_dim"], lm["n_heads"], lm["n_kv_heads"], lm["hidden"]
+    p.matrix("token_embd.weight", "embed_tokens.weight", (lm["vocab"], hid))
+    for j in range(lm["n_layers"]):
+        s, o = f"{LLM_PREFIX}layers.{j}.", f"llm.blk.{j}."
+        p.f32(o + "attn_norm.weight", s + "input_layernorm.weight", (hid,))
+        p.f32(o + "ffn_norm.weight", s + "post_attention_layernorm.weight", (hid,))
+        for proj, rows in (("q", nh * hd), ("k", nkv * hd), ("v", nkv * hd)):
+            base = s + f"self_attn.{proj}_proj."
+            if proj + "_proj" in hp["lora_targets"]:
+                p.need(base + "base_layer.weight", (rows, hid))
+                p.need(base + "lora_A.default.weight")
+                p.need(base + "lora_B.default.weight")
+                r = st.shape(base + "lora_A.default.weight")[0]
+                p.need(base + "lora_A.default.weight", (r, hid))
+                p.need(base + "lora_B.default.weight", (rows, r))
+
+                def merged(base=base):
+                    w = st.f32(base + "base_layer.weight")
+                    a = st.f32(base + "lora_A.default.weight")
+                    b = st.f32(base + "lora_B.default.weight")
+                    return (w + np.float32(hp["lora_scale"]) * (b @ a)).astype(np.float32)
+
+                p.custom(o + f"attn_{proj}.weight", (rows, hid), "f32", merged)
+            else:
+                p.matrix(o + f"attn_{proj}.weight", base + "weight", (rows, hid))
+        p.matrix(o + "attn_output.weight", s + "self_attn.o_proj.weight", (hid, nh * hd))
+        p.f32(o + "attn_q_norm.weight", s + "self_attn.q_norm.weight", (hd,))
+        p.f32(o + "attn_k_norm.weight", s + "self_attn.k_norm.weight", (hd,))
+        p.matrix(o + "ffn_gate.weight", s + "mlp.gate_proj.weight", (lm["ff_dim"], hid))
+        p.matrix(o + "ffn_up.weight", s + "mlp.up_proj.weight", (lm["ff_dim"], hid))
+        p.matrix(o + "ffn_down.weight", s + "mlp.down_proj.weight", (hid, lm["ff_dim"]))
+    p.f32("llm.output_norm.weight", LLM_PREFIX + "norm.weight", (hid,))
+    return p
+
+
+KIND_TO_GGML = {
+    "f32": (np.float32, gguf.GGMLQuantizationType.F32, 4),
+    "f16": (np.float16, gguf.GGMLQuantizationType.F16, 2),
+    "bf16": (np.uint16, gguf.GGMLQuantizationType.BF16, 2),
+}
+
+
+def convert(args) -> None:
+    ckpt, llm_dir = Path(args.checkpoint), Path(args.llm)
+    if not ckpt.is_dir():
+        raise ConvertError(f"checkpoint directory not found: {ckpt}")
+    if not llm_dir.is_dir():
+        raise ConvertError(f"LLM directory not found: {llm_dir}")
+    hp = salm_hparams(load_json(ckpt / "config.json", "SALM config.json"), ckpt / "config.json")
+    lm = qwen3_hparams(load_json(llm_dir / "config.json", "Qwen3 config.json"), llm_dir / "config.json")
+    if not lm["tied"]:
+        raise ConvertError(f"{llm_dir / 'config.json'}: untied embeddings are not supported")
+    if hp["output_dim"] != lm["hidden"]:
+        raise ConvertError(f"perception.output_dim {hp['output_dim']} != Qwen3 hidden_size {lm['hidden']}")
+    st = SafeTensors(ckpt / "model.safetensors")
+    tokens, types, merges = load_tokenizer(llm_dir, lm["vocab"])
+    plan = build_plan(st, hp, lm, args.outtype)
+
+    out = Path(args.outfile)
+    w = gguf.GGUFWriter(str(out), ARCH)
+    w.add_name(args.name)
+    w.add_file_type({"f32": 0, "f16": 1, "bf16": 32}[args.outtype])
+    a = ARCH + "."
+    # mel frontend (generic keys so every family that uses NeMo's preprocessor reads the same ones)
+    w.add_uint32("mel.sample_rate", hp["sample_rate"])
+    w.add_uint32("mel.n_fft", hp["n_fft"])
+    w.add_uint32("mel.win_length", hp["win_length"])
+    w.add_uint32("mel.hop_length", hp["hop_length"])
+    w.add_uint32("mel.n_mels", hp["n_mels"])
+    w.add_float32("mel.preemph", 0.97)
+    w.add_float32("mel.log_guard", 2.0 ** -24)
+    w.add_float32("mel.norm_eps", 1e-5)
+    # FastConformer encoder
+    w.add_uint32("encoder.n_layers", hp["n_layers"])
+    w.add_uint32("encoder.d_model", hp["d_model"])
+    w.add_uint32("encoder.n_heads", hp["n_heads"])
+    w.add_uint32("encoder.ff_dim", hp["ff_dim"])
+    w.add_uint32("encoder.conv_kernel", hp["conv_kernel"])
+    w.add_uint32("encoder.sub_channels", hp["sub_channels"])
+    w.add_uint32("encoder.subsampling_factor", 8)
+    w.add_float32("encoder.layer_norm_eps", 1e-5)
+    w.add_float32("encoder.batch_norm_eps", 1e-5)
+    # Qwen3
+    w.add_uint32("llm.n_layers", lm["n_layers"])
+    w.add_uint32("llm.hidden", lm["hidden"])
+    w.add_uint32("llm.n_heads", lm["n_heads"])
+    w.add_uint32("llm.n_kv_heads", lm["n_kv_heads"])
+    w.add_uint32("llm.head_dim", lm["head_dim"])
+    w.add_uint32("llm.ff_dim", lm["ff_dim"])
+    w.add_uint32("llm.vocab_size", lm["vocab"])
+    w.add_uint32("llm.n_ctx_train", lm["n_ctx_train"])
+    w.add_float32("llm.rms_eps", lm["rms_eps"])
+    w.add_float32("llm.rope_theta", lm["rope_theta"])
+    # family: prompt and audio limits
+    w.add_array(a + "prompt_prefix", PROMPT_PREFIX)
+    w.add_array(a + "prompt_suffix", PROMPT_SUFFIX)
+    w.add_uint32(a + "audio_token_id", AUDIO_TAG_ID)
+    w.add_uint32(a + "eos_token_id", 151645)
+    w.add_uint32(a + "max_audio_ms", 40000)
+    w.add_uint32(a + "max_tokens_train", 1024)
+    w.add_float32(a + "lora_scale", hp["lora_scale"])
+    w.add_array(a + "languages", ["en"])
+    # tokenizer
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(151645)
+    w.add_pad_token_id(151643)
+
+    for name, shape, kind, _ in plan.items:
+        np_dt, ggml_t, width = KIND_TO_GGML[kind]
+        w.add_tensor_info(name, shape, np.dtype(np_dt), int(np.prod(shape)) * width, raw_dtype=ggml_t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for name, shape, kind, produce in plan.items:
+        np_dt = KIND_TO_GGML[kind][0]
+        arr = np.ascontiguousarray(produce(), dtype=np_dt)
+        if arr.shape != shape:
+            raise ConvertError(f"internal: {name} produced {arr.shape}, expected {shape}")
+        w.write_tensor_data(arr)
+        del arr
+    w.close()
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, "
+          f"LoRA scale {hp['lora_scale']:g}, outtype {args.outtype})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", required=True, help="canary-qwen-2.5b folder (config.json, model.safetensors)")
+    ap.add_argument("--llm", required=True, help="Qwen3-1.7B folder (config.json, vocab.json, merges.txt, tokenizer_config.json)")
+    ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
+    ap.add_argument("--outtype", choices=["bf16", "f16", "f32"], default="bf16")
+    ap.add_argument("--name", default="canary-qwen-2.5b")
+    args = ap.parse_args()
+    try:
+        convert(args)
+    except ConvertError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        try:
+            if Path(args.outfile).exists():
+                Path(args.outfile).unlink()
+        except OSError:
+            pass
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
