@@ -415,6 +415,7 @@ def convert(args) -> None:
     w.add_token_merges(merges)
     w.add_eos_token_id(151645)
     w.add_pad_token_id(151643)
+    w.add_array("tokenizer.drop_ids", [151645, 151643, AUDIO_TAG_ID])  # what NeMo drops from transcripts
 
     for name, shape, kind, _ in plan.items:
         np_dt, ggml_t, width = KIND_TO_GGML[kind]

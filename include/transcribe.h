@@ -1,0 +1,200 @@
+/* transcribe: speech-to-text on ggml. Public C API.
+ *
+ * Conventions: every function that can fail returns a transcribe_status; objects come out through
+ * pointer arguments and are released by the matching *_free. No C++ exception crosses this API.
+ * After a failure, transcribe_last_error() holds one line naming the cause for the calling thread. */
+#ifndef TRANSCRIBE_H
+#define TRANSCRIBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(TRANSCRIBE_SHARED)
+#  define TRANSCRIBE_API __declspec(dllexport)
+#else
+#  define TRANSCRIBE_API __attribute__((visibility("default")))
+#endif
+
+typedef enum transcribe_status {
+    TRANSCRIBE_OK = 0,
+    TRANSCRIBE_ERR_INVALID_ARG,
+    TRANSCRIBE_ERR_FILE_NOT_FOUND,
+    TRANSCRIBE_ERR_FILE_READ,
+    TRANSCRIBE_ERR_BAD_GGUF,
+    TRANSCRIBE_ERR_UNSUPPORTED_ARCH,
+    TRANSCRIBE_ERR_MISSING_TENSOR,
+    TRANSCRIBE_ERR_BAD_SHAPE,
+    TRANSCRIBE_ERR_AUDIO_DECODE,
+    TRANSCRIBE_ERR_BACKEND,
+    TRANSCRIBE_ERR_OOM,
+    TRANSCRIBE_ERR_ABORTED,
+    TRANSCRIBE_ERR_INPUT_TOO_LONG,
+    TRANSCRIBE_ERR_OUTPUT_TRUNCATED, /* the result is still filled in with the partial text */
+    TRANSCRIBE_ERR_INTERNAL,
+} transcribe_status;
+
+TRANSCRIBE_API const char * transcribe_status_string(transcribe_status status);
+/* One line naming the cause of the last failure on this thread ("" if none). */
+TRANSCRIBE_API const char * transcribe_last_error(void);
+TRANSCRIBE_API const char * transcribe_version(void);
+
+/* ---------------------------------------------------------------- logging */
+typedef enum transcribe_log_level {
+    TRANSCRIBE_LOG_DEBUG = 0,
+    TRANSCRIBE_LOG_INFO  = 1,
+    TRANSCRIBE_LOG_WARN  = 2,
+    TRANSCRIBE_LOG_ERROR = 3,
+} transcribe_log_level;
+
+typedef void (*transcribe_log_callback)(transcribe_log_level level, const char * message, void * user_data);
+/* Replaces the log sink (NULL restores the default: WARN and above to stderr). Process-wide. */
+TRANSCRIBE_API void transcribe_log_set(transcribe_log_callback callback, void * user_data);
+
+/* ---------------------------------------------------------------- model */
+typedef struct transcribe_model   transcribe_model;   /* weights; may be shared by many sessions */
+typedef struct transcribe_session transcribe_session; /* per-caller state (KV cache, graphs) */
+typedef struct transcribe_result  transcribe_result;
+
+typedef enum transcribe_backend {
+    TRANSCRIBE_BACKEND_AUTO = 0, /* the best available accelerator, else CPU */
+    TRANSCRIBE_BACKEND_CPU,
+    TRANSCRIBE_BACKEND_CUDA,
+    TRANSCRIBE_BACKEND_VULKAN,
+    TRANSCRIBE_BACKEND_METAL,
+} transcribe_backend;
+
+typedef struct transcribe_load_params {
+    transcribe_backend backend;
+    int  device;   /* device index within the backend */
+    bool use_mmap; /* map the file instead of reading it (weights stay in the page cache on CPU) */
+} transcribe_load_params;
+
+TRANSCRIBE_API transcribe_load_params transcribe_load_params_init(void);
+TRANSCRIBE_API transcribe_status transcribe_backend_from_name(const char * name, transcribe_backend * out);
+
+TRANSCRIBE_API transcribe_status transcribe_model_load(const char * path, const transcribe_load_params * params,
+                                                       transcribe_model ** out_model);
+TRANSCRIBE_API void transcribe_model_free(transcribe_model * model);
+
+typedef struct transcribe_model_info {
+    const char * architecture;  /* GGUF general.architecture, e.g. "canary_qwen" */
+    const char * name;          /* GGUF general.name */
+    const char * backend;       /* name of the backend the weights live on */
+    int          sample_rate;   /* audio the model expects (mono) */
+    int          max_audio_ms;  /* longest audio one run takes */
+    int          n_vocab;
+    int          n_languages;
+    const char * const * languages;
+    double       load_ms;
+} transcribe_model_info;
+
+TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
+
+/* ---------------------------------------------------------------- tokenizer */
+/* Encodes plain text (no special tokens are parsed from it). On success *n_ids is the number of ids;
+ * if it exceeds max_ids, only max_ids are written and TRANSCRIBE_ERR_INVALID_ARG is returned. */
+TRANSCRIBE_API transcribe_status transcribe_tokenize(const transcribe_model * model, const char * text,
+                                                     int32_t * ids, int max_ids, int * n_ids);
+/* Decodes ids to UTF-8 (special tokens are dropped). *n_bytes receives the length without the NUL;
+ * a buffer that is too small gets TRANSCRIBE_ERR_INVALID_ARG (call again with *n_bytes + 1). */
+TRANSCRIBE_API transcribe_status transcribe_detokenize(const transcribe_model * model, const int32_t * ids, int n_ids,
+                                                       char * buf, size_t buf_size, size_t * n_bytes);
+
+/* ---------------------------------------------------------------- session */
+typedef enum transcribe_kv_type {
+    TRANSCRIBE_KV_F16 = 0,
+    TRANSCRIBE_KV_F32 = 1,
+} transcribe_kv_type;
+
+/* Return true to stop the run; polled between stages and at every decode step. */
+typedef bool (*transcribe_abort_callback)(void * user_data);
+/* fraction in [0, 1], non-decreasing within one run. */
+typedef void (*transcribe_progress_callback)(float fraction, void * user_data);
+
+typedef struct transcribe_session_params {
+    int                n_threads; /* <= 0: hardware concurrency */
+    transcribe_kv_type kv_type;
+    int                n_ctx;     /* cap on LM context (prompt + audio + new tokens); <= 0: model default */
+    transcribe_abort_callback    abort_callback;
+    void *                       abort_user_data;
+    transcribe_progress_callback progress_callback;
+    void *                       progress_user_data;
+} transcribe_session_params;
+
+TRANSCRIBE_API transcribe_session_params transcribe_session_params_init(void);
+TRANSCRIBE_API transcribe_status transcribe_session_create(transcribe_model * model, const transcribe_session_params * params,
+                                                           transcribe_session ** out_session);
+TRANSCRIBE_API void transcribe_session_free(transcribe_session * session);
+
+/* ---------------------------------------------------------------- audio */
+/* Mono float PCM in [-1, 1] at sample_rate; owned by the library, release with transcribe_audio_free. */
+typedef struct transcribe_audio {
+    float * samples;
+    size_t  n_samples;
+    int     sample_rate;
+} transcribe_audio;
+
+/* Decodes any file libsndfile reads (wav, flac, ogg/vorbis/opus, mp3, ...), downmixes to mono and
+ * resamples (soxr, high quality) to target_rate (<= 0: 16000). */
+TRANSCRIBE_API transcribe_status transcribe_audio_load(const char * path, int target_rate, transcribe_audio * out);
+TRANSCRIBE_API transcribe_status transcribe_audio_load_memory(const void * data, size_t size, int target_rate,
+                                                              transcribe_audio * out);
+/* Interleaved float PCM at any rate and channel count to mono at target_rate. */
+TRANSCRIBE_API transcribe_status transcribe_audio_from_pcm(const float * interleaved, size_t n_frames, int sample_rate,
+                                                           int n_channels, int target_rate, transcribe_audio * out);
+TRANSCRIBE_API void transcribe_audio_free(transcribe_audio * audio);
+
+/* ---------------------------------------------------------------- running */
+typedef struct transcribe_run_params {
+    const char * language;       /* hint; NULL = model default */
+    int          max_new_tokens; /* <= 0: 256 */
+    bool         timestamps;     /* per-segment times (one segment per run until long-audio support) */
+} transcribe_run_params;
+
+TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
+
+/* pcm: mono float samples at the model's sample rate. On TRANSCRIBE_OK or TRANSCRIBE_ERR_OUTPUT_TRUNCATED
+ * *out_result holds the transcript; otherwise it is set to NULL. */
+TRANSCRIBE_API transcribe_status transcribe_run(transcribe_session * session, const float * pcm, size_t n_samples,
+                                                const transcribe_run_params * params, transcribe_result ** out_result);
+/* n utterances; results[i] and statuses[i] as transcribe_run would give them. Returns TRANSCRIBE_OK when
+ * every utterance succeeded, else the first failing status. */
+TRANSCRIBE_API transcribe_status transcribe_run_batch(transcribe_session * session, const float * const * pcm,
+                                                      const size_t * n_samples, int n,
+                                                      const transcribe_run_params * params,
+                                                      transcribe_result ** results, transcribe_status * statuses);
+
+TRANSCRIBE_API const char *    transcribe_result_text(const transcribe_result * result);
+TRANSCRIBE_API bool            transcribe_result_truncated(const transcribe_result * result);
+TRANSCRIBE_API int             transcribe_result_n_tokens(const transcribe_result * result);
+TRANSCRIBE_API const int32_t * transcribe_result_tokens(const transcribe_result * result);
+TRANSCRIBE_API int             transcribe_result_n_segments(const transcribe_result * result);
+TRANSCRIBE_API int64_t         transcribe_result_segment_t0_ms(const transcribe_result * result, int i);
+TRANSCRIBE_API int64_t         transcribe_result_segment_t1_ms(const transcribe_result * result, int i);
+TRANSCRIBE_API const char *    transcribe_result_segment_text(const transcribe_result * result, int i);
+TRANSCRIBE_API void            transcribe_result_free(transcribe_result * result);
+
+typedef struct transcribe_timings {
+    double load_ms;
+    double mel_ms;
+    double encode_ms;
+    double prefill_ms;
+    double decode_ms;
+    int    n_prefill_tokens;
+    int    n_decode_tokens;
+} transcribe_timings;
+
+/* Timings of the session's last run (load_ms is the model's). */
+TRANSCRIBE_API transcribe_status transcribe_session_get_timings(const transcribe_session * session,
+                                                                transcribe_timings * out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRANSCRIBE_H */

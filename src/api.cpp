@@ -1,0 +1,438 @@
+// The C API: argument checks, C++ exceptions turned into status codes, thread-local last error.
+#include "transcribe.h"
+
+#include "core/audio.h"
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/family.h"
+#include "core/log.h"
+
+#include "ggml.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace transcribe;
+
+struct transcribe_model {
+    std::unique_ptr<Model>    impl;
+    std::string               backend;
+    std::vector<const char *> language_ptrs;
+    double                    load_ms = 0;
+};
+
+struct transcribe_session {
+    transcribe_model *       model;
+    std::unique_ptr<Session> impl;
+};
+
+struct transcribe_result {
+    Transcript transcript;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+transcribe_status report(transcribe_status status, const std::string & message) {
+    t_last_error = message;
+    TLOG_ERROR("%s", message.c_str());
+    return status;
+}
+
+// Runs f, mapping every exception to a status; nothing escapes.
+template <typename F> transcribe_status guarded(F && f) {
+    try {
+        t_last_error.clear();
+        return f();
+    } catch (const Error & e) {
+        return report(e.status(), e.what());
+    } catch (const std::bad_alloc &) {
+        return report(TRANSCRIBE_ERR_OOM, "out of memory");
+    } catch (const std::exception & e) {
+        return report(TRANSCRIBE_ERR_INTERNAL, std::string("internal error: ") + e.what());
+    } catch (...) {
+        return report(TRANSCRIBE_ERR_INTERNAL, "internal error: unknown exception");
+    }
+}
+
+void route_ggml_log(ggml_log_level level, const char * text, void *) {
+    if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
+        std::string s(text);
+        while (!s.empty() && s.back() == '\n') {
+            s.pop_back();
+        }
+        if (!s.empty()) {
+            log(level == GGML_LOG_LEVEL_ERROR ? TRANSCRIBE_LOG_ERROR : TRANSCRIBE_LOG_DEBUG, "ggml: %s", s.c_str());
+        }
+    }
+}
+
+void init_once() {
+    static bool done = [] {
+        ggml_log_set(route_ggml_log, nullptr);
+        return true;
+    }();
+    (void) done;
+}
+
+void fill_audio(std::vector<float> && samples, int rate, transcribe_audio * out) {
+    out->samples = static_cast<float *>(std::malloc(samples.size() * sizeof(float)));
+    if (!out->samples) {
+        throw std::bad_alloc();
+    }
+    std::memcpy(out->samples, samples.data(), samples.size() * sizeof(float));
+    out->n_samples   = samples.size();
+    out->sample_rate = rate;
+}
+
+RunOptions run_options(const transcribe_run_params * p) {
+    RunOptions o;
+    const transcribe_run_params d = transcribe_run_params_init();
+    if (!p) {
+        p = &d;
+    }
+    o.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
+    o.language       = p->language ? p->language : "";
+    return o;
+}
+
+transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunOptions & o,
+                          transcribe_result ** out) {
+    if (!pcm || n == 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
+    }
+    audio_check_finite(pcm, n, "input audio");
+    auto r = std::make_unique<transcribe_result>();
+    r->transcript = s->impl->run(pcm, n, o);
+    const bool truncated = r->transcript.truncated;
+    *out = r.release();
+    if (truncated) {
+        return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
+                      format("transcript truncated: the budget of %d new tokens ran out before the end", o.max_new_tokens));
+    }
+    return TRANSCRIBE_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+const char * transcribe_status_string(transcribe_status status) {
+    switch (status) {
+        case TRANSCRIBE_OK:                    return "OK";
+        case TRANSCRIBE_ERR_INVALID_ARG:       return "INVALID_ARG";
+        case TRANSCRIBE_ERR_FILE_NOT_FOUND:    return "FILE_NOT_FOUND";
+        case TRANSCRIBE_ERR_FILE_READ:         return "FILE_READ";
+        case TRANSCRIBE_ERR_BAD_GGUF:          return "BAD_GGUF";
+        case TRANSCRIBE_ERR_UNSUPPORTED_ARCH:  return "UNSUPPORTED_ARCH";
+        case TRANSCRIBE_ERR_MISSING_TENSOR:    return "MISSING_TENSOR";
+        case TRANSCRIBE_ERR_BAD_SHAPE:         return "BAD_SHAPE";
+        case TRANSCRIBE_ERR_AUDIO_DECODE:      return "AUDIO_DECODE";
+        case TRANSCRIBE_ERR_BACKEND:           return "BACKEND";
+        case TRANSCRIBE_ERR_OOM:               return "OOM";
+        case TRANSCRIBE_ERR_ABORTED:           return "ABORTED";
+        case TRANSCRIBE_ERR_INPUT_TOO_LONG:    return "INPUT_TOO_LONG";
+        case TRANSCRIBE_ERR_OUTPUT_TRUNCATED:  return "OUTPUT_TRUNCATED";
+        case TRANSCRIBE_ERR_INTERNAL:          return "INTERNAL";
+    }
+    return "UNKNOWN";
+}
+
+const char * transcribe_last_error(void) { return t_last_error.c_str(); }
+
+const char * transcribe_version(void) { return TRANSCRIBE_VERSION; }
+
+void transcribe_log_set(transcribe_log_callback callback, void * user_data) { log_set(callback, user_data); }
+
+transcribe_load_params transcribe_load_params_init(void) {
+    transcribe_load_params p;
+    p.backend  = TRANSCRIBE_BACKEND_AUTO;
+    p.device   = 0;
+    p.use_mmap = true;
+    return p;
+}
+
+transcribe_status transcribe_backend_from_name(const char * name, transcribe_backend * out) {
+    return guarded([&] {
+        if (!name || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_backend_from_name: null argument");
+        }
+        const std::pair<const char *, transcribe_backend> names[] = {
+            {"auto", TRANSCRIBE_BACKEND_AUTO}, {"cpu", TRANSCRIBE_BACKEND_CPU},       {"cuda", TRANSCRIBE_BACKEND_CUDA},
+            {"vulkan", TRANSCRIBE_BACKEND_VULKAN}, {"metal", TRANSCRIBE_BACKEND_METAL},
+        };
+        for (const auto & [n, b] : names) {
+            if (strcasecmp(n, name) == 0) {
+                *out = b;
+                return TRANSCRIBE_OK;
+            }
+        }
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "unknown backend '%s' (auto, cpu, cuda, vulkan, metal)", name);
+    });
+}
+
+transcribe_status transcribe_model_load(const char * path, const transcribe_load_params * params,
+                                        transcribe_model ** out_model) {
+    return guarded([&] {
+        if (!out_model) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_model_load: out_model is NULL");
+        }
+        *out_model = nullptr;
+        if (!path || !*path) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_model_load: no path");
+        }
+        init_once();
+        const transcribe_load_params p = params ? *params : transcribe_load_params_init();
+        const auto t0 = std::chrono::steady_clock::now();
+        ggml_backend_dev_t dev = select_device(p.backend, p.device);
+        auto m = std::make_unique<transcribe_model>();
+        m->impl    = load_model(path, p.use_mmap, dev);
+        m->backend = ggml_backend_dev_name(dev);
+        for (const auto & l : m->impl->info().languages) {
+            m->language_ptrs.push_back(l.c_str());
+        }
+        m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        *out_model = m.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_model_free(transcribe_model * model) { delete model; }
+
+transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out) {
+    return guarded([&] {
+        if (!model || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_model_get_info: null argument");
+        }
+        const ModelInfo & i = model->impl->info();
+        out->architecture = i.architecture.c_str();
+        out->name         = i.name.c_str();
+        out->backend      = model->backend.c_str();
+        out->sample_rate  = i.sample_rate;
+        out->max_audio_ms = i.max_audio_ms;
+        out->n_vocab      = model->impl->tokenizer().n_vocab();
+        out->n_languages  = int(model->language_ptrs.size());
+        out->languages    = model->language_ptrs.data();
+        out->load_ms      = model->load_ms;
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_tokenize(const transcribe_model * model, const char * text, int32_t * ids, int max_ids,
+                                      int * n_ids) {
+    return guarded([&] {
+        if (!model || !text || !n_ids || (max_ids > 0 && !ids) || max_ids < 0) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_tokenize: null or negative argument");
+        }
+        const std::vector<int32_t> v = model->impl->tokenizer().encode(text);
+        *n_ids = int(v.size());
+        const size_t n = std::min(v.size(), size_t(max_ids));
+        if (n) {
+            std::memcpy(ids, v.data(), n * sizeof(int32_t));
+        }
+        if (v.size() > size_t(max_ids)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_tokenize: %zu ids do not fit in %d", v.size(), max_ids);
+        }
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_detokenize(const transcribe_model * model, const int32_t * ids, int n_ids, char * buf,
+                                        size_t buf_size, size_t * n_bytes) {
+    return guarded([&] {
+        if (!model || (n_ids > 0 && !ids) || n_ids < 0 || !n_bytes || (buf_size > 0 && !buf)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_detokenize: null or negative argument");
+        }
+        const std::string s = model->impl->tokenizer().decode(std::vector<int32_t>(ids, ids + n_ids));
+        *n_bytes = s.size();
+        if (s.size() + 1 > buf_size) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_detokenize: %zu bytes do not fit in a buffer of %zu", s.size() + 1,
+                 buf_size);
+        }
+        std::memcpy(buf, s.c_str(), s.size() + 1);
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_session_params transcribe_session_params_init(void) {
+    transcribe_session_params p;
+    p.n_threads          = 0;
+    p.kv_type            = TRANSCRIBE_KV_F16;
+    p.n_ctx              = 0;
+    p.abort_callback     = nullptr;
+    p.abort_user_data    = nullptr;
+    p.progress_callback  = nullptr;
+    p.progress_user_data = nullptr;
+    return p;
+}
+
+transcribe_status transcribe_session_create(transcribe_model * model, const transcribe_session_params * params,
+                                            transcribe_session ** out_session) {
+    return guarded([&] {
+        if (!model || !out_session) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_session_create: null argument");
+        }
+        *out_session = nullptr;
+        const transcribe_session_params p = params ? *params : transcribe_session_params_init();
+        if (p.kv_type != TRANSCRIBE_KV_F16 && p.kv_type != TRANSCRIBE_KV_F32) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_session_create: unknown KV type %d", int(p.kv_type));
+        }
+        SessionOptions o;
+        o.n_threads = p.n_threads > 0 ? p.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        o.kv_type   = p.kv_type == TRANSCRIBE_KV_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
+        o.n_ctx     = p.n_ctx;
+        o.abort_callback     = p.abort_callback;
+        o.abort_user_data    = p.abort_user_data;
+        o.progress_callback  = p.progress_callback;
+        o.progress_user_data = p.progress_user_data;
+        auto s = std::make_unique<transcribe_session>();
+        s->model = model;
+        s->impl  = model->impl->new_session(o);
+        *out_session = s.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_session_free(transcribe_session * session) { delete session; }
+
+transcribe_status transcribe_audio_load(const char * path, int target_rate, transcribe_audio * out) {
+    return guarded([&] {
+        if (!path || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load: null argument");
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        fill_audio(audio_decode_file(path, rate), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_audio_load_memory(const void * data, size_t size, int target_rate, transcribe_audio * out) {
+    return guarded([&] {
+        if (!out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_memory: null argument");
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        fill_audio(audio_decode_memory(data, size, rate), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_audio_from_pcm(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
+                                            int target_rate, transcribe_audio * out) {
+    return guarded([&] {
+        if (!out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_from_pcm: null argument");
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        if (interleaved && n_channels > 0) {
+            audio_check_finite(interleaved, n_frames * size_t(n_channels), "input audio");
+        }
+        fill_audio(audio_to_mono(interleaved, n_frames, sample_rate, n_channels, rate), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_audio_free(transcribe_audio * audio) {
+    if (audio) {
+        std::free(audio->samples);
+        audio->samples   = nullptr;
+        audio->n_samples = 0;
+    }
+}
+
+transcribe_run_params transcribe_run_params_init(void) {
+    transcribe_run_params p;
+    p.language       = nullptr;
+    p.max_new_tokens = 256;
+    p.timestamps     = true;
+    return p;
+}
+
+transcribe_status transcribe_run(transcribe_session * session, const float * pcm, size_t n_samples,
+                                 const transcribe_run_params * params, transcribe_result ** out_result) {
+    return guarded([&] {
+        if (!session || !out_result) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: null argument");
+        }
+        *out_result = nullptr;
+        return run_one(session, pcm, n_samples, run_options(params), out_result);
+    });
+}
+
+transcribe_status transcribe_run_batch(transcribe_session * session, const float * const * pcm, const size_t * n_samples,
+                                       int n, const transcribe_run_params * params, transcribe_result ** results,
+                                       transcribe_status * statuses) {
+    return guarded([&] {
+        if (!session || !pcm || !n_samples || n < 0 || !results || !statuses) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run_batch: null or negative argument");
+        }
+        const RunOptions o = run_options(params);
+        transcribe_status first = TRANSCRIBE_OK;
+        for (int i = 0; i < n; ++i) {
+            results[i]  = nullptr;
+            statuses[i] = guarded([&] { return run_one(session, pcm[i], n_samples[i], o, &results[i]); });
+            if (statuses[i] != TRANSCRIBE_OK && first == TRANSCRIBE_OK) {
+                first = statuses[i];
+            }
+            if (statuses[i] == TRANSCRIBE_ERR_ABORTED) { // the caller wants everything stopped
+                for (int j = i + 1; j < n; ++j) {
+                    results[j]  = nullptr;
+                    statuses[j] = TRANSCRIBE_ERR_ABORTED;
+                }
+                break;
+            }
+        }
+        return first;
+    });
+}
+
+const char * transcribe_result_text(const transcribe_result * r) { return r ? r->transcript.text.c_str() : ""; }
+bool transcribe_result_truncated(const transcribe_result * r) { return r && r->transcript.truncated; }
+int transcribe_result_n_tokens(const transcribe_result * r) { return r ? int(r->transcript.tokens.size()) : 0; }
+const int32_t * transcribe_result_tokens(const transcribe_result * r) { return r ? r->transcript.tokens.data() : nullptr; }
+int transcribe_result_n_segments(const transcribe_result * r) { return r ? int(r->transcript.segments.size()) : 0; }
+
+static const Segment * segment_at(const transcribe_result * r, int i) {
+    return r && i >= 0 && size_t(i) < r->transcript.segments.size() ? &r->transcript.segments[size_t(i)] : nullptr;
+}
+int64_t transcribe_result_segment_t0_ms(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? s->t0_ms : -1;
+}
+int64_t transcribe_result_segment_t1_ms(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? s->t1_ms : -1;
+}
+const char * transcribe_result_segment_text(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? s->text.c_str() : "";
+}
+void transcribe_result_free(transcribe_result * r) { delete r; }
+
+transcribe_status transcribe_session_get_timings(const transcribe_session * session, transcribe_timings * out) {
+    return guarded([&] {
+        if (!session || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_session_get_timings: null argument");
+        }
+        const Timings & t = session->impl->timings();
+        out->load_ms          = session->model->load_ms;
+        out->mel_ms           = t.mel_ms;
+        out->encode_ms        = t.encode_ms;
+        out->prefill_ms       = t.prefill_ms;
+        out->decode_ms        = t.decode_ms;
+        out->n_prefill_tokens = t.n_prefill_tokens;
+        out->n_decode_tokens  = t.n_decode_tokens;
+        return TRANSCRIBE_OK;
+    });
+}
+
+} // extern "C"

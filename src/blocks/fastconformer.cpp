@@ -1,0 +1,273 @@
+#include "fastconformer.h"
+
+#include "core/error.h"
+
+#include "ggml-alloc.h"
+
+#include <cmath>
+
+namespace transcribe {
+
+namespace {
+
+constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
+
+ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    return b ? ggml_add(ctx, y, b) : y;
+}
+
+// x [W, H, C] -> pointwise (1x1) conv over channels, + bias.
+ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
+    const int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
+    ggml_tensor * cwh = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3)); // [C, W, H]
+    ggml_tensor * y   = linear(ctx, ggml_reshape_2d(ctx, cwh, C, W * H), w, b);
+    y = ggml_reshape_3d(ctx, y, w->ne[1], W, H);
+    return ggml_cont(ctx, ggml_permute(ctx, y, 2, 0, 1, 3)); // [W, H, C_out]
+}
+
+ggml_tensor * add_channel_bias(ggml_context * ctx, ggml_tensor * x, ggml_tensor * b) {
+    return ggml_add(ctx, x, ggml_reshape_3d(ctx, b, 1, 1, b->ne[0]));
+}
+
+int ceil_half(int n) { return (n + 1) / 2; }
+
+} // namespace
+
+FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_mels) {
+    FastConformerHParams hp;
+    hp.n_layers     = int(f.get_u32("encoder.n_layers"));
+    hp.d_model      = int(f.get_u32("encoder.d_model"));
+    hp.n_heads      = int(f.get_u32("encoder.n_heads"));
+    hp.ff_dim       = int(f.get_u32("encoder.ff_dim"));
+    hp.conv_kernel  = int(f.get_u32("encoder.conv_kernel"));
+    hp.sub_channels = int(f.get_u32("encoder.sub_channels"));
+    hp.ln_eps       = f.get_f32("encoder.layer_norm_eps");
+    hp.bn_eps       = f.get_f32("encoder.batch_norm_eps");
+    hp.n_mels       = n_mels;
+    if (f.get_u32("encoder.subsampling_factor") != 8) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: only subsampling factor 8 is supported", f.path().c_str());
+    }
+    if (hp.n_layers <= 0 || hp.n_layers > 1024 || hp.d_model <= 0 || hp.n_heads <= 0 || hp.d_model % hp.n_heads ||
+        hp.ff_dim <= 0 || hp.conv_kernel <= 0 || hp.conv_kernel % 2 == 0 || hp.sub_channels <= 0 || n_mels % 8) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid encoder hyper-parameters", f.path().c_str());
+    }
+    return hp;
+}
+
+FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p) : hp_(hp) {
+    const int64_t C = hp.sub_channels, d = hp.d_model, ff = hp.ff_dim, H = hp.n_heads, K = hp.conv_kernel;
+    auto lin = [&](const std::string & name, int64_t in, int64_t out) {
+        return Linear {f.tensor(name + ".weight", {in, out}), f.tensor(name + ".bias", {out}, F32)};
+    };
+    auto norm = [&](const std::string & name) {
+        return Norm {f.tensor(name + ".weight", {d}, F32), f.tensor(name + ".bias", {d}, F32)};
+    };
+    sub_conv0 = {f.tensor(p + ".sub.conv0.weight", {3, 3, 1, C}, F32), f.tensor(p + ".sub.conv0.bias", {C}, F32)};
+    sub_dw1   = {f.tensor(p + ".sub.dw1.weight", {3, 3, 1, C}, F32), f.tensor(p + ".sub.dw1.bias", {C}, F32)};
+    sub_dw2   = {f.tensor(p + ".sub.dw2.weight", {3, 3, 1, C}, F32), f.tensor(p + ".sub.dw2.bias", {C}, F32)};
+    sub_pw1   = lin(p + ".sub.pw1", C, C);
+    sub_pw2   = lin(p + ".sub.pw2", C, C);
+    sub_out   = lin(p + ".sub.out", C * (hp.n_mels / 8), d);
+    layers_.resize(size_t(hp.n_layers));
+    for (int i = 0; i < hp.n_layers; ++i) {
+        const std::string b = p + ".blk." + std::to_string(i) + ".";
+        Layer & l = layers_[size_t(i)];
+        l.norm_ff1  = norm(b + "norm_feed_forward1");
+        l.norm_att  = norm(b + "norm_self_att");
+        l.norm_conv = norm(b + "norm_conv");
+        l.norm_ff2  = norm(b + "norm_feed_forward2");
+        l.norm_out  = norm(b + "norm_out");
+        l.ff1_up    = lin(b + "feed_forward1.up", d, ff);
+        l.ff1_down  = lin(b + "feed_forward1.down", ff, d);
+        l.ff2_up    = lin(b + "feed_forward2.up", d, ff);
+        l.ff2_down  = lin(b + "feed_forward2.down", ff, d);
+        l.q   = lin(b + "attn.q", d, d);
+        l.k   = lin(b + "attn.k", d, d);
+        l.v   = lin(b + "attn.v", d, d);
+        l.out = lin(b + "attn.out", d, d);
+        l.pos_w      = f.tensor(b + "attn.pos.weight", {d, d});
+        l.pos_bias_u = f.tensor(b + "attn.pos_bias_u", {d / H, H}, F32);
+        l.pos_bias_v = f.tensor(b + "attn.pos_bias_v", {d / H, H}, F32);
+        l.pw1  = lin(b + "conv.pw1", d, 2 * d);
+        l.pw2  = lin(b + "conv.pw2", d, d);
+        l.dw_w = f.tensor(b + "conv.dw.weight", {K, d}, F32);
+        l.dw_b = f.tensor(b + "conv.dw.bias", {d}, F32);
+        l.bn_w    = f.tensor(b + "conv.bn.weight", {d}, F32);
+        l.bn_b    = f.tensor(b + "conv.bn.bias", {d}, F32);
+        l.bn_mean = f.tensor(b + "conv.bn.running_mean", {d}, F32);
+        l.bn_var  = f.tensor(b + "conv.bn.running_var", {d}, F32);
+    }
+}
+
+FastConformer::~FastConformer() {
+    if (folded_buf_) {
+        ggml_backend_buffer_free(folded_buf_);
+    }
+    if (folded_ctx_) {
+        ggml_free(folded_ctx_);
+    }
+}
+
+void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
+    const int64_t d = hp_.d_model, K = hp_.conv_kernel;
+    ggml_init_params params = {ggml_tensor_overhead() * layers_.size() * 2 + 1024, nullptr, true};
+    folded_ctx_ = ggml_init(params);
+    for (Layer & l : layers_) {
+        l.dw_folded.w = ggml_new_tensor_2d(folded_ctx_, GGML_TYPE_F32, K, d);
+        l.dw_folded.b = ggml_new_tensor_1d(folded_ctx_, GGML_TYPE_F32, d);
+    }
+    folded_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(folded_ctx_, ggml_backend_dev_buffer_type(device));
+    if (!folded_buf_) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate folded BatchNorm tensors");
+    }
+    ggml_backend_buffer_set_usage(folded_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    for (Layer & l : layers_) {
+        std::vector<float> w = f.read_f32(l.dw_w), b = f.read_f32(l.dw_b);
+        const std::vector<float> g = f.read_f32(l.bn_w), beta = f.read_f32(l.bn_b), mean = f.read_f32(l.bn_mean),
+                                 var = f.read_f32(l.bn_var);
+        for (int64_t c = 0; c < d; ++c) {
+            const double scale = double(g[size_t(c)]) / std::sqrt(double(var[size_t(c)]) + double(hp_.bn_eps));
+            for (int64_t k = 0; k < K; ++k) {
+                w[size_t(c * K + k)] = float(double(w[size_t(c * K + k)]) * scale);
+            }
+            b[size_t(c)] = float((double(b[size_t(c)]) - double(mean[size_t(c)])) * scale + double(beta[size_t(c)]));
+        }
+        tensor_set(l.dw_folded.w, w);
+        tensor_set(l.dw_folded.b, b);
+    }
+}
+
+int FastConformer::subsampled_length(int n_valid_frames) {
+    return ceil_half(ceil_half(ceil_half(n_valid_frames)));
+}
+
+ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n) const {
+    return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, hp_.ln_eps), n.w), n.b);
+}
+
+ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, const Linear & up, const Linear & down) const {
+    return linear(ctx, ggml_silu(ctx, linear(ctx, x, up.w, up.b)), down.w, down.b);
+}
+
+// x [d, T], pos [d, 2T-1] (relative positions T-1 ... -(T-1)).
+ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
+    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1];
+    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x, l.q.w, l.q.b), hd, H, T);
+    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x, l.k.w, l.k.b), hd, H, T);
+    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x, l.v.w, l.v.b), hd, H, T);
+    ggml_tensor * p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos), hd, H, 2 * T - 1);
+
+    ggml_tensor * q_u = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3); // [hd, T, H]
+    ggml_tensor * q_v = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3);
+    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u);        // [T_k, T_q, H]
+    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v);        // [2T-1, T_q, H]
+    // Rel-shift: entry (i, j) takes relative position i - j, i.e. raw column T-1-i+j. With a row
+    // stride of 2T-2 elements starting at column T-1 this is a plain strided view.
+    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, T, T, H, size_t(2 * T - 2) * sizeof(float), bd->nb[2],
+                                            size_t(T - 1) * sizeof(float));
+    ggml_tensor * scores = ggml_add(ctx, ac, bd_shifted);
+    ggml_tensor * attn   = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(float(hd)), 0.0f);
+    ggml_tensor * v_t    = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T, hd, H]
+    ggml_tensor * o      = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T_q, H]
+    o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                    // [hd, H, T]
+    return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);
+}
+
+ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const {
+    const int64_t d = hp_.d_model, T = x->ne[1], K = hp_.conv_kernel;
+    ggml_tensor * y    = linear(ctx, x, l.pw1.w, l.pw1.b); // [2d, T]
+    ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
+    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
+    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
+    // Depthwise conv over time (zero padding (K-1)/2 each side), BatchNorm folded into kernel and bias.
+    ggml_tensor * tx = ggml_cont(ctx, ggml_transpose(ctx, glu));   // [T, d]
+    tx = ggml_pad_ext(ctx, tx, int(K / 2), int(K / 2), 0, 0, 0, 0, 0, 0);
+    ggml_tensor * dw = ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, tx, T + K - 1, d, 1), l.dw_folded.w); // [d, T, 1]
+    dw = ggml_add(ctx, ggml_reshape_2d(ctx, dw, d, T), l.dw_folded.b);
+    return linear(ctx, ggml_silu(ctx, dw), l.pw2.w, l.pw2.b);
+}
+
+ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
+    ggml_context * ctx = g.ctx();
+    const int T1 = ceil_half(n_frames), T2 = ceil_half(T1), T3 = ceil_half(T2);
+    ggml_tensor * mel = g.input("mel", GGML_TYPE_F32, hp_.n_mels, n_frames);
+    ggml_tensor * m1  = g.input("mask1", GGML_TYPE_F32, 1, T1);
+    ggml_tensor * m2  = g.input("mask2", GGML_TYPE_F32, 1, T2);
+    ggml_tensor * m3  = g.input("mask3", GGML_TYPE_F32, 1, T3);
+
+    ggml_tensor * x = ggml_conv_2d(ctx, sub_conv0.w, ggml_reshape_4d(ctx, mel, hp_.n_mels, n_frames, 1, 1), 2, 2, 1, 1, 1, 1);
+    x = ggml_mul(ctx, ggml_relu(ctx, add_channel_bias(ctx, x, sub_conv0.b)), m1);
+    x = add_channel_bias(ctx, ggml_conv_2d_dw_direct(ctx, sub_dw1.w, x, 2, 2, 1, 1, 1, 1), sub_dw1.b);
+    x = ggml_mul(ctx, x, m2);
+    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw1.w, sub_pw1.b)), m2);
+    x = add_channel_bias(ctx, ggml_conv_2d_dw_direct(ctx, sub_dw2.w, x, 2, 2, 1, 1, 1, 1), sub_dw2.b);
+    x = ggml_mul(ctx, x, m3);
+    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw2.w, sub_pw2.b)), m3); // [F/8, T3, C]
+    // Flatten each time row channel-major (c * F/8 + f), then the output linear.
+    const int64_t F8 = x->ne[0], C = x->ne[2];
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3)); // [F/8, C, T3]
+    return linear(ctx, ggml_reshape_2d(ctx, x, F8 * C, T3), sub_out.w, sub_out.b);
+}
+
+ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * taps) const {
+    ggml_context * ctx = g.ctx();
+    const int T = subsampled_length(n_valid);
+    ggml_tensor * x = subsample(g, n_frames);
+    // Keep only the valid rows: later layers mask everything past them, so dropping them is exact.
+    x = ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, T, x->nb[1], 0));
+    if (taps) {
+        taps->pre_encode = x;
+    }
+    ggml_tensor * pos = g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, 2 * T - 1);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        const Layer & l = layers_[i];
+        x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff1), l.ff1_up, l.ff1_down), 0.5f));
+        x = ggml_add(ctx, x, self_attention(ctx, layer_norm(ctx, x, l.norm_att), pos, l));
+        x = ggml_add(ctx, x, conv_module(ctx, layer_norm(ctx, x, l.norm_conv), l));
+        x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff2), l.ff2_up, l.ff2_down), 0.5f));
+        x = layer_norm(ctx, x, l.norm_out);
+        if (taps && i == 0) {
+            taps->layer0 = x;
+        }
+    }
+    if (taps) {
+        taps->last = x;
+    }
+    return x;
+}
+
+void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
+    const int n_mels = hp_.n_mels;
+    std::vector<float> mel_t(size_t(n_mels) * size_t(n_frames));
+    for (int m = 0; m < n_mels; ++m) {
+        for (int t = 0; t < n_frames; ++t) {
+            mel_t[size_t(t) * size_t(n_mels) + size_t(m)] = mel[size_t(m) * size_t(n_frames) + size_t(t)];
+        }
+    }
+    tensor_set(g.get("mel"), mel_t);
+    int len = n_valid;
+    const char * names[] = {"mask1", "mask2", "mask3"};
+    for (const char * name : names) {
+        len = ceil_half(len);
+        ggml_tensor * m = g.get(name);
+        std::vector<float> v(size_t(m->ne[1]));
+        for (size_t t = 0; t < v.size(); ++t) {
+            v[t] = int(t) < len ? 1.0f : 0.0f;
+        }
+        tensor_set(m, v);
+    }
+    const int64_t d = hp_.d_model, T = subsampled_length(n_valid);
+    std::vector<float> pe(size_t(d) * size_t(2 * T - 1));
+    for (int64_t r = 0; r < 2 * T - 1; ++r) {
+        const double p = double(T - 1 - r);
+        for (int64_t k = 0; k < d / 2; ++k) {
+            const double w = std::exp(-double(2 * k) * std::log(10000.0) / double(d));
+            pe[size_t(r * d + 2 * k)]     = float(std::sin(p * w));
+            pe[size_t(r * d + 2 * k + 1)] = float(std::cos(p * w));
+        }
+    }
+    tensor_set(g.get("pos_emb"), pe);
+}
+
+} // namespace transcribe

@@ -1,0 +1,244 @@
+#include "qwen3.h"
+
+#include "core/error.h"
+
+#include "ggml-alloc.h"
+
+#include <cmath>
+#include <limits>
+
+namespace transcribe {
+
+namespace {
+constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
+constexpr int KV_PAD = 256; // decode graphs exist per multiple of this many cache rows
+} // namespace
+
+Qwen3HParams Qwen3HParams::from_file(const ModelFile & f) {
+    Qwen3HParams hp;
+    hp.n_layers    = int(f.get_u32("llm.n_layers"));
+    hp.hidden      = int(f.get_u32("llm.hidden"));
+    hp.n_heads     = int(f.get_u32("llm.n_heads"));
+    hp.n_kv_heads  = int(f.get_u32("llm.n_kv_heads"));
+    hp.head_dim    = int(f.get_u32("llm.head_dim"));
+    hp.ff_dim      = int(f.get_u32("llm.ff_dim"));
+    hp.vocab       = int(f.get_u32("llm.vocab_size"));
+    hp.n_ctx_train = int(f.get_u32("llm.n_ctx_train"));
+    hp.rms_eps     = f.get_f32("llm.rms_eps");
+    hp.rope_theta  = f.get_f32("llm.rope_theta");
+    if (hp.n_layers <= 0 || hp.n_layers > 1024 || hp.hidden <= 0 || hp.n_heads <= 0 || hp.n_kv_heads <= 0 ||
+        hp.n_heads % hp.n_kv_heads || hp.head_dim <= 0 || hp.head_dim % 2 || hp.ff_dim <= 0 || hp.vocab <= 0 ||
+        hp.n_ctx_train <= 0) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid LLM hyper-parameters", f.path().c_str());
+    }
+    return hp;
+}
+
+Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p, const std::string & embd_name) : hp_(hp) {
+    const int64_t h = hp.hidden, q_dim = int64_t(hp.n_heads) * hp.head_dim, kv_dim = int64_t(hp.n_kv_heads) * hp.head_dim;
+    tok_embd_ = f.tensor(embd_name, {h, hp.vocab});
+    out_norm_ = f.tensor(p + ".output_norm.weight", {h}, F32);
+    layers_.resize(size_t(hp.n_layers));
+    for (int i = 0; i < hp.n_layers; ++i) {
+        const std::string b = p + ".blk." + std::to_string(i) + ".";
+        Layer & l  = layers_[size_t(i)];
+        l.attn_norm = f.tensor(b + "attn_norm.weight", {h}, F32);
+        l.q         = f.tensor(b + "attn_q.weight", {h, q_dim});
+        l.k         = f.tensor(b + "attn_k.weight", {h, kv_dim});
+        l.v         = f.tensor(b + "attn_v.weight", {h, kv_dim});
+        l.o         = f.tensor(b + "attn_output.weight", {q_dim, h});
+        l.q_norm    = f.tensor(b + "attn_q_norm.weight", {hp.head_dim}, F32);
+        l.k_norm    = f.tensor(b + "attn_k_norm.weight", {hp.head_dim}, F32);
+        l.ffn_norm  = f.tensor(b + "ffn_norm.weight", {h}, F32);
+        l.gate      = f.tensor(b + "ffn_gate.weight", {h, hp.ff_dim});
+        l.up        = f.tensor(b + "ffn_up.weight", {h, hp.ff_dim});
+        l.down      = f.tensor(b + "ffn_down.weight", {hp.ff_dim, h});
+    }
+}
+
+ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
+                           ggml_tensor * kv_idx, ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
+                           const std::vector<ggml_tensor *> & v_cache, int64_t n_kv) const {
+    const int64_t T = x->ne[1], hd = hp_.head_dim, nh = hp_.n_heads, nkv = hp_.n_kv_heads;
+    const float   scale = 1.0f / std::sqrt(float(hd));
+    auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) { return ggml_mul(ctx, ggml_rms_norm(ctx, t, hp_.rms_eps), w); };
+    auto rope = [&](ggml_tensor * t) {
+        return ggml_rope_ext(ctx, t, pos, nullptr, int(hd), GGML_ROPE_TYPE_NEOX, hp_.n_ctx_train, hp_.rope_theta, 1.0f,
+                             0.0f, 1.0f, 0.0f, 0.0f);
+    };
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const Layer & l = layers_[il];
+        ggml_tensor * h = rms_norm(x, l.attn_norm);
+        ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q, h), hd, nh, T), l.q_norm));
+        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k, h), hd, nkv, T), l.k_norm));
+        ggml_tensor * v = ggml_mul_mat(ctx, l.v, h);
+
+        // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
+        // hang off the set_rows results so the writes are ordered before the reads.
+        ggml_tensor * k_all = ggml_set_rows(ctx, k_cache[il], ggml_reshape_2d(ctx, k, hd * nkv, T), kv_idx);
+        ggml_tensor * v_all = ggml_set_rows(ctx, v_cache[il], v, kv_idx);
+        ggml_build_forward_expand(gf, k_all);
+        ggml_build_forward_expand(gf, v_all);
+        const size_t  es  = ggml_element_size(k_cache[il]);
+        ggml_tensor * kv  = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
+        ggml_tensor * vv  = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
+        ggml_tensor * kq  = ggml_mul_mat(ctx, ggml_permute(ctx, kv, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3)); // [n_kv, T, nh]
+        kq = ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
+        ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, vv, 1, 2, 0, 3)); // [n_kv, hd, nkv]
+        ggml_tensor * o   = ggml_mul_mat(ctx, v_t, kq);                        // [hd, T, nh]
+        o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                  // [hd, nh, T]
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.o, ggml_reshape_2d(ctx, o, hd * nh, T)));
+
+        ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
+        ggml_tensor * ff = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, l.gate, h2), ggml_mul_mat(ctx, l.up, h2));
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.down, ff));
+    }
+    return rms_norm(x, out_norm_);
+}
+
+Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx)
+    : lm_(lm), exec_(exec), n_ctx_(n_ctx) {
+    const Qwen3HParams & hp = lm.hparams();
+    ggml_init_params params = {ggml_tensor_overhead() * size_t(2 * hp.n_layers + 2), nullptr, true};
+    cache_ctx_ = ggml_init(params);
+    for (int i = 0; i < hp.n_layers; ++i) {
+        k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, n_ctx));
+        v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, n_ctx));
+    }
+    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, exec.buffer_type());
+    if (!cache_buf_) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the KV cache (%d positions)", n_ctx);
+    }
+    // Rows past the current position are masked, but must not hold NaNs (0 * NaN = NaN).
+    ggml_backend_buffer_clear(cache_buf_, 0);
+}
+
+Qwen3Decoder::~Qwen3Decoder() {
+    if (cache_buf_) {
+        ggml_backend_buffer_free(cache_buf_);
+    }
+    if (cache_ctx_) {
+        ggml_free(cache_ctx_);
+    }
+}
+
+int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<float> * logits,
+                              std::vector<float> * input_embd) {
+    std::string key;
+    int T = 0;
+    for (const Piece & p : prompt) {
+        key += (p.rows ? "e" : "i") + std::to_string(p.length()) + ",";
+        T += p.length();
+    }
+    if (T <= 0 || T > n_ctx_) {
+        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "prompt of %d positions does not fit the context of %d", T, n_ctx_);
+    }
+    auto & slot = prefill_graphs_[key];
+    if (!slot) {
+        if (prefill_graphs_.size() > 8) { // a few audio lengths recur; don't hoard graphs for every one
+            prefill_graphs_.clear();
+            return prefill(prompt, logits, input_embd);
+        }
+        auto g = std::make_unique<Graph>(16384);
+        ggml_context * ctx = g->ctx();
+        ggml_tensor * x = nullptr;
+        for (size_t i = 0; i < prompt.size(); ++i) {
+            const std::string name = "piece" + std::to_string(i);
+            ggml_tensor * part = prompt[i].rows
+                ? g->input(name.c_str(), GGML_TYPE_F32, lm_.hparams().hidden, prompt[i].n_rows)
+                : lm_.embed(ctx, g->input(name.c_str(), GGML_TYPE_I32, int64_t(prompt[i].ids.size())));
+            x = x ? ggml_concat(ctx, x, part, 1) : part;
+        }
+        g->output(x, "input_embd");
+        ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, T);
+        ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, T);
+        ggml_tensor * mask   = g->input("mask", GGML_TYPE_F32, T, T);
+        ggml_tensor * h = lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, T);
+        h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], size_t(T - 1) * h->nb[1]);
+        ggml_tensor * lg = lm_.logits(ctx, h);
+        g->output(lg, "logits");
+        g->output(ggml_argmax(ctx, lg), "argmax");
+        slot = std::move(g);
+    }
+    Graph & g = *slot;
+    int32_t next = 0;
+    exec_.compute(g, [&] {
+        for (size_t i = 0; i < prompt.size(); ++i) {
+            ggml_tensor * in = g.get(("piece" + std::to_string(i)).c_str());
+            if (prompt[i].rows) {
+                tensor_set(in, prompt[i].rows, size_t(prompt[i].n_rows) * size_t(lm_.hparams().hidden) * sizeof(float));
+            } else {
+                tensor_set(in, prompt[i].ids);
+            }
+        }
+        std::vector<int32_t> pos(static_cast<size_t>(T));
+        std::vector<int64_t> idx(static_cast<size_t>(T));
+        std::vector<float>   mask(size_t(T) * size_t(T));
+        for (int i = 0; i < T; ++i) {
+            pos[size_t(i)] = i;
+            idx[size_t(i)] = i;
+            for (int j = 0; j < T; ++j) {
+                mask[size_t(i) * size_t(T) + size_t(j)] = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+            }
+        }
+        tensor_set(g.get("pos"), pos);
+        tensor_set(g.get("kv_idx"), idx);
+        tensor_set(g.get("mask"), mask);
+    });
+    ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
+    if (logits) {
+        *logits = tensor_get_f32(g.get("logits"));
+    }
+    if (input_embd) {
+        *input_embd = tensor_get_f32(g.get("input_embd"));
+    }
+    n_past_ = T;
+    return next;
+}
+
+Graph & Qwen3Decoder::decode_graph(int n_kv) {
+    auto & slot = decode_graphs_[n_kv];
+    if (slot) {
+        return *slot;
+    }
+    auto g = std::make_unique<Graph>(16384);
+    ggml_context * ctx = g->ctx();
+    ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, 1));
+    ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, 1);
+    ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, 1);
+    ggml_tensor * mask   = g->input("mask", GGML_TYPE_F32, n_kv, 1);
+    ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, n_kv));
+    g->output(lg, "logits");
+    g->output(ggml_argmax(ctx, lg), "argmax");
+    slot = std::move(g);
+    return *slot;
+}
+
+int32_t Qwen3Decoder::step(int32_t token, std::vector<float> * logits) {
+    if (n_past_ >= n_ctx_) {
+        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
+    }
+    const int pos    = n_past_;
+    const int n_kv   = std::min(n_ctx_, (pos / KV_PAD + 1) * KV_PAD);
+    Graph &   g      = decode_graph(n_kv);
+    int32_t   next   = 0;
+    exec_.compute(g, [&] {
+        const int64_t idx = pos;
+        step_mask_.resize(size_t(n_kv)); // reused: nothing is allocated per token once the size is reached
+        for (int j = 0; j < n_kv; ++j) {
+            step_mask_[size_t(j)] = j <= pos ? 0.0f : -std::numeric_limits<float>::infinity();
+        }
+        tensor_set(g.get("token"), &token, sizeof(token));
+        tensor_set(g.get("pos"), &pos, sizeof(pos));
+        tensor_set(g.get("kv_idx"), &idx, sizeof(idx));
+        tensor_set(g.get("mask"), step_mask_);
+    });
+    ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
+    if (logits) {
+        *logits = tensor_get_f32(g.get("logits"));
+    }
+    ++n_past_;
+    return next;
+}
+
+} // namespace transcribe

@@ -1,0 +1,145 @@
+#include "audio.h"
+
+#include "error.h"
+
+#include <sndfile.h>
+#include <soxr.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace transcribe {
+
+namespace {
+
+// sf_open_virtual over a caller's buffer.
+struct MemoryStream {
+    const uint8_t * data;
+    sf_count_t      size;
+    sf_count_t      pos;
+};
+
+sf_count_t mem_size(void * u) { return static_cast<MemoryStream *>(u)->size; }
+sf_count_t mem_seek(sf_count_t offset, int whence, void * u) {
+    auto * m = static_cast<MemoryStream *>(u);
+    sf_count_t p = whence == SEEK_SET ? offset : whence == SEEK_CUR ? m->pos + offset : m->size + offset;
+    if (p < 0 || p > m->size) {
+        return -1;
+    }
+    m->pos = p;
+    return p;
+}
+sf_count_t mem_read(void * dst, sf_count_t n, void * u) {
+    auto * m = static_cast<MemoryStream *>(u);
+    n = std::min(n, m->size - m->pos);
+    std::memcpy(dst, m->data + m->pos, size_t(n));
+    m->pos += n;
+    return n;
+}
+sf_count_t mem_write(const void *, sf_count_t, void *) { return 0; }
+sf_count_t mem_tell(void * u) { return static_cast<MemoryStream *>(u)->pos; }
+
+std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::string & what, int target_rate) {
+    if (info.channels <= 0 || info.samplerate <= 0) {
+        sf_close(sf);
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: invalid audio header (%d channels, %d Hz)", what.c_str(), info.channels,
+             info.samplerate);
+    }
+    std::vector<float> interleaved;
+    std::vector<float> chunk(size_t(4096) * size_t(info.channels));
+    for (;;) {
+        const sf_count_t got = sf_readf_float(sf, chunk.data(), 4096);
+        if (got <= 0) {
+            break;
+        }
+        interleaved.insert(interleaved.end(), chunk.begin(), chunk.begin() + got * info.channels);
+    }
+    const int err = sf_error(sf);
+    std::string msg = err ? sf_strerror(sf) : "";
+    sf_close(sf);
+    if (err) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: decode error: %s", what.c_str(), msg.c_str());
+    }
+    const size_t n_frames = interleaved.size() / size_t(info.channels);
+    if (n_frames == 0) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: no audio samples", what.c_str());
+    }
+    audio_check_finite(interleaved.data(), interleaved.size(), what.c_str());
+    return audio_to_mono(interleaved.data(), n_frames, info.samplerate, info.channels, target_rate);
+}
+
+} // namespace
+
+void audio_check_finite(const float * samples, size_t n, const char * what) {
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(samples[i])) {
+            fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: sample %zu is not a finite number", what, i);
+        }
+    }
+}
+
+std::vector<float> audio_decode_file(const std::string & path, int target_rate) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+        fail(errno == ENOENT ? TRANSCRIBE_ERR_FILE_NOT_FOUND : TRANSCRIBE_ERR_FILE_READ, "audio file %s: %s",
+             path.c_str(), std::strerror(errno));
+    }
+    if (st.st_size == 0) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio file %s: empty file", path.c_str());
+    }
+    SF_INFO info {};
+    SNDFILE * sf = sf_open(path.c_str(), SFM_READ, &info);
+    if (!sf) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio file %s: cannot decode: %s", path.c_str(), sf_strerror(nullptr));
+    }
+    return read_all(sf, info, "audio file " + path, target_rate);
+}
+
+std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate) {
+    if (!data || size == 0) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio buffer: empty");
+    }
+    MemoryStream stream {static_cast<const uint8_t *>(data), sf_count_t(size), 0};
+    SF_VIRTUAL_IO io {mem_size, mem_seek, mem_read, mem_write, mem_tell};
+    SF_INFO info {};
+    SNDFILE * sf = sf_open_virtual(&io, SFM_READ, &info, &stream);
+    if (!sf) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio buffer: cannot decode: %s", sf_strerror(nullptr));
+    }
+    return read_all(sf, info, "audio buffer", target_rate);
+}
+
+std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
+                                 int target_rate) {
+    if (!interleaved || n_frames == 0 || sample_rate <= 0 || n_channels <= 0 || target_rate <= 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "audio: need samples, a positive rate and channel count");
+    }
+    std::vector<float> mono(n_frames);
+    for (size_t i = 0; i < n_frames; ++i) {
+        double sum = 0.0;
+        for (int c = 0; c < n_channels; ++c) {
+            sum += interleaved[i * size_t(n_channels) + size_t(c)];
+        }
+        mono[i] = float(sum / n_channels);
+    }
+    if (sample_rate == target_rate) {
+        return mono;
+    }
+    const double ratio  = double(target_rate) / double(sample_rate);
+    const size_t n_out  = size_t(std::llround(double(n_frames) * ratio));
+    std::vector<float> out(n_out + 16);
+    size_t done = 0;
+    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_io_spec_t      io      = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono.data(), n_frames, nullptr, out.data(), out.size(),
+                                    &done, &io, &quality, nullptr);
+    if (err) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", sample_rate, target_rate, err);
+    }
+    out.resize(std::min(done, n_out));
+    return out;
+}
+
+} // namespace transcribe

@@ -1,0 +1,75 @@
+// Backend selection (CPU, CUDA, Vulkan, Metal through ggml's registry) and a per-session scheduler
+// that runs graphs built once per shape.
+#pragma once
+
+#include "transcribe.h"
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace transcribe {
+
+// The device the weights go to; BACKEND naming what was asked for when it is not available.
+ggml_backend_dev_t select_device(transcribe_backend backend, int device_index);
+const char * backend_name(transcribe_backend backend);
+
+// A graph plus the context holding its tensor metadata; inputs are found by name.
+class Graph {
+public:
+    explicit Graph(size_t max_nodes);
+    ~Graph();
+    Graph(const Graph &) = delete;
+    Graph & operator=(const Graph &) = delete;
+
+    ggml_context * ctx() const { return ctx_; }
+    ggml_cgraph *  graph() const { return gf_; }
+    ggml_tensor *  input(const char * name, ggml_type type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1);
+    ggml_tensor *  get(const char * name) const; // an input or an output marked with output()
+    void           output(ggml_tensor * t, const char * name);
+    void           expand(ggml_tensor * t) { ggml_build_forward_expand(gf_, t); }
+
+private:
+    ggml_context * ctx_ = nullptr;
+    ggml_cgraph *  gf_  = nullptr;
+    std::map<std::string, ggml_tensor *> named_;
+};
+
+// Backend instances for one session (the model's device plus the CPU for ops it lacks) and the
+// scheduler that splits and allocates graphs across them.
+class Executor {
+public:
+    Executor(ggml_backend_dev_t device, int n_threads);
+    ~Executor();
+    Executor(const Executor &) = delete;
+    Executor & operator=(const Executor &) = delete;
+
+    // Allocates the graph's intermediates (reusing the scheduler's buffers) and runs it.
+    void compute(Graph & g);
+    // Inputs must be set after allocation: compute() calls set_inputs between the two.
+    template <typename F> void compute(Graph & g, F && set_inputs) {
+        allocate(g);
+        set_inputs();
+        run(g);
+    }
+    ggml_backend_dev_t device() const { return device_; }
+    ggml_backend_buffer_type_t buffer_type() const { return ggml_backend_dev_buffer_type(device_); }
+
+private:
+    void allocate(Graph & g);
+    void run(Graph & g);
+
+    ggml_backend_dev_t           device_;
+    std::vector<ggml_backend_t>  backends_;
+    ggml_backend_sched_t         sched_ = nullptr;
+};
+
+void tensor_set(ggml_tensor * t, const void * data, size_t bytes);
+template <typename T> void tensor_set(ggml_tensor * t, const std::vector<T> & v) { tensor_set(t, v.data(), v.size() * sizeof(T)); }
+std::vector<float> tensor_get_f32(const ggml_tensor * t);
+
+} // namespace transcribe

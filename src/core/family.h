@@ -1,0 +1,100 @@
+// What a model family provides to the engine, and the registry that picks a family by the GGUF
+// `general.architecture` key.
+#pragma once
+
+#include "transcribe.h"
+
+#include "model_file.h"
+#include "tokenizer.h"
+
+#include "ggml-backend.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace transcribe {
+
+struct SessionOptions {
+    int       n_threads = 4;
+    ggml_type kv_type   = GGML_TYPE_F16;
+    int       n_ctx     = 0; // 0: family default
+    transcribe_abort_callback    abort_callback     = nullptr;
+    void *                       abort_user_data    = nullptr;
+    transcribe_progress_callback progress_callback  = nullptr;
+    void *                       progress_user_data = nullptr;
+};
+
+struct RunOptions {
+    int  max_new_tokens     = 256;
+    bool ignore_eos         = false; // decode exactly max_new_tokens (benchmarks, random weights)
+    std::string language;
+    // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
+    // collect the logits that produced each generated position.
+    const std::vector<int32_t> *      force_tokens = nullptr;
+    std::vector<std::vector<float>> * step_logits  = nullptr;
+};
+
+struct Segment {
+    int64_t     t0_ms = 0;
+    int64_t     t1_ms = 0;
+    std::string text;
+};
+
+struct Transcript {
+    std::string          text;
+    std::vector<int32_t> tokens; // generated ids, end-of-generation token excluded
+    std::vector<Segment> segments;
+    bool                 truncated = false;
+};
+
+struct Timings {
+    double mel_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
+    int    n_prefill_tokens = 0, n_decode_tokens = 0;
+};
+
+class Session {
+public:
+    virtual ~Session() = default;
+    // pcm: mono samples at the model's rate. Throws Error (ABORTED, INPUT_TOO_LONG, ...).
+    virtual Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) = 0;
+    const Timings & timings() const { return timings_; }
+
+protected:
+    Timings timings_;
+};
+
+struct ModelInfo {
+    std::string architecture;
+    std::string name;
+    int sample_rate  = 16000;
+    int max_audio_ms = 0;
+    std::vector<std::string> languages;
+};
+
+class Model {
+public:
+    virtual ~Model() = default;
+    virtual std::unique_ptr<Session> new_session(const SessionOptions & options) = 0;
+    const ModelInfo & info() const { return info_; }
+    const Tokenizer & tokenizer() const { return tokenizer_; }
+
+protected:
+    ModelInfo info_;
+    Tokenizer tokenizer_;
+};
+
+// Each family: builds a Model from a parsed file, looking up and checking its tensors, then loading
+// them onto `device`.
+using FamilyLoader = std::unique_ptr<Model> (*)(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+
+struct Family {
+    const char * architecture;
+    FamilyLoader load;
+};
+
+// UNSUPPORTED_ARCH naming the architecture when no family claims it.
+std::unique_ptr<Model> load_model(const std::string & path, bool use_mmap, ggml_backend_dev_t device);
+
+} // namespace transcribe

@@ -1,0 +1,38 @@
+#include "family.h"
+
+#include "error.h"
+#include "log.h"
+
+#include <string>
+
+namespace transcribe {
+
+// Families are listed here rather than self-registered: a static library drops unreferenced
+// registration objects.
+std::unique_ptr<Model> load_canary_qwen(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+
+namespace {
+const Family k_families[] = {
+    {"canary_qwen", load_canary_qwen},
+};
+} // namespace
+
+std::unique_ptr<Model> load_model(const std::string & path, bool use_mmap, ggml_backend_dev_t device) {
+    auto file = std::make_unique<ModelFile>(path, use_mmap);
+    if (!file->has_key("general.architecture")) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: no general.architecture key", path.c_str());
+    }
+    const std::string arch = file->architecture();
+    std::string known;
+    for (const Family & f : k_families) {
+        if (arch == f.architecture) {
+            TLOG_INFO("loading %s as %s on %s", path.c_str(), f.architecture, ggml_backend_dev_name(device));
+            return f.load(std::move(file), device);
+        }
+        known += std::string(known.empty() ? "" : ", ") + f.architecture;
+    }
+    fail(TRANSCRIBE_ERR_UNSUPPORTED_ARCH, "model file %s: unsupported architecture '%s' (known: %s)", path.c_str(),
+         arch.c_str(), known.c_str());
+}
+
+} // namespace transcribe

@@ -1,0 +1,157 @@
+// transcribe-cli: transcribe audio files with a converted model.
+#include "transcribe.h"
+
+#include "../common/formats.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace transcribe_tools;
+
+namespace {
+
+void progress_bar(float fraction, void *) {
+    const int width = 40, filled = int(fraction * width + 0.5f);
+    std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), ' ').c_str(), int(fraction * 100 + 0.5f));
+    if (fraction >= 1.0f) {
+        std::fprintf(stderr, "\n");
+    }
+    std::fflush(stderr);
+}
+
+int die(const std::string & message) {
+    std::fprintf(stderr, "transcribe-cli: error: %s\n", message.c_str());
+    return 1;
+}
+
+int die(transcribe_status st) {
+    const std::string detail = transcribe_last_error();
+    return die(std::string(transcribe_status_string(st)) + (detail.empty() ? "" : ": " + detail));
+}
+
+void quiet_log(transcribe_log_level, const char *, void *) {}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen and friends)"};
+    std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text;
+    std::vector<std::string> audio_paths;
+    int  threads = 0, max_new_tokens = 256;
+    bool progress = false, show_version = false;
+    app.add_option("-m,--model", model_path, "model file (GGUF)");
+    app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
+    app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
+    app.add_option("-o,--output", output_path, "write the output to FILE instead of stdout");
+    app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
+    app.add_flag("--progress", progress, "show a progress bar on stderr");
+    app.add_option("--max-new-tokens", max_new_tokens, "token budget per transcript")->check(CLI::PositiveNumber);
+    app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+    app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
+    app.add_flag("--version", show_version, "print the version and exit");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError & e) {
+        return app.exit(e);
+    }
+    if (show_version) {
+        std::printf("transcribe %s\n", transcribe_version());
+        return 0;
+    }
+    transcribe_log_set(quiet_log, nullptr); // errors are reported once, below, from transcribe_last_error()
+    if (model_path.empty()) {
+        return die("no model given (-m MODEL.gguf)");
+    }
+    const bool tokenize_only = app.count("--tokenize") > 0;
+    if (audio_paths.empty() && !tokenize_only) {
+        return die("no audio file given");
+    }
+    Format format;
+    parse_format(format_name, &format);
+
+    transcribe_load_params lp = transcribe_load_params_init();
+    transcribe_status st = transcribe_backend_from_name(backend_name.c_str(), &lp.backend);
+    if (st != TRANSCRIBE_OK) {
+        return die(st);
+    }
+    transcribe_model * model = nullptr;
+    if ((st = transcribe_model_load(model_path.c_str(), &lp, &model)) != TRANSCRIBE_OK) {
+        return die(st);
+    }
+    if (tokenize_only) {
+        std::vector<int32_t> ids(tokenize_text.size() + 16);
+        int n = 0;
+        st = transcribe_tokenize(model, tokenize_text.c_str(), ids.data(), int(ids.size()), &n);
+        transcribe_model_free(model);
+        if (st != TRANSCRIBE_OK) {
+            return die(st);
+        }
+        for (int i = 0; i < n; ++i) {
+            std::printf("%s%d", i ? " " : "", ids[size_t(i)]);
+        }
+        std::printf("\n");
+        return 0;
+    }
+    transcribe_model_info info;
+    transcribe_model_get_info(model, &info);
+
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_threads = threads;
+    sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
+    if (progress) {
+        sp.progress_callback = progress_bar;
+    }
+    transcribe_session * session = nullptr;
+    if ((st = transcribe_session_create(model, &sp, &session)) != TRANSCRIBE_OK) {
+        transcribe_model_free(model);
+        return die(st);
+    }
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = max_new_tokens;
+
+    std::string output;
+    int exit_code = 0;
+    for (const std::string & path : audio_paths) {
+        transcribe_audio audio {};
+        if ((st = transcribe_audio_load(path.c_str(), info.sample_rate, &audio)) != TRANSCRIBE_OK) {
+            exit_code = die(st);
+            break;
+        }
+        transcribe_result * result = nullptr;
+        st = transcribe_run(session, audio.samples, audio.n_samples, &rp, &result);
+        transcribe_audio_free(&audio);
+        if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            exit_code = die(st);
+            break;
+        }
+        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            std::fprintf(stderr, "transcribe-cli: warning: %s: %s\n", path.c_str(), transcribe_last_error());
+        }
+        transcribe_timings timings;
+        transcribe_session_get_timings(session, &timings);
+        output += render(result, format, &timings, info.name);
+        transcribe_result_free(result);
+    }
+    transcribe_session_free(session);
+    transcribe_model_free(model);
+    if (exit_code) {
+        return exit_code;
+    }
+    if (output_path.empty()) {
+        std::fwrite(output.data(), 1, output.size(), stdout);
+    } else {
+        std::ofstream f(output_path, std::ios::binary);
+        f << output;
+        if (!f) {
+            return die("cannot write " + output_path);
+        }
+    }
+    return 0;
+}
