@@ -26,6 +26,15 @@ ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor 
     return ggml_cont(ctx, ggml_permute(ctx, y, 2, 0, 1, 3)); // [W, H, C_out]
 }
 
+// Full 2-D convolution through an F32 im2col (ggml_conv_2d would round the input to F16).
+ggml_tensor * conv2d_f32(ggml_context * ctx, ggml_tensor * kernel, ggml_tensor * x, int stride, int pad) {
+    ggml_tensor * cols = ggml_im2col(ctx, kernel, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32); // [IC*KH*KW, OW, OH, N]
+    ggml_tensor * y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2] * cols->ne[3]),
+                                   ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1] * kernel->ne[2], kernel->ne[3]));
+    y = ggml_reshape_4d(ctx, y, cols->ne[1], cols->ne[2], cols->ne[3], kernel->ne[3]); // [OW, OH, N, OC]
+    return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));                            // [OW, OH, OC, N]
+}
+
 ggml_tensor * add_channel_bias(ggml_context * ctx, ggml_tensor * x, ggml_tensor * b) {
     return ggml_add(ctx, x, ggml_reshape_3d(ctx, b, 1, 1, b->ne[0]));
 }
@@ -196,7 +205,7 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_tensor * m2  = g.input("mask2", GGML_TYPE_F32, 1, T2);
     ggml_tensor * m3  = g.input("mask3", GGML_TYPE_F32, 1, T3);
 
-    ggml_tensor * x = ggml_conv_2d(ctx, sub_conv0.w, ggml_reshape_4d(ctx, mel, hp_.n_mels, n_frames, 1, 1), 2, 2, 1, 1, 1, 1);
+    ggml_tensor * x = conv2d_f32(ctx, sub_conv0.w, ggml_reshape_4d(ctx, mel, hp_.n_mels, n_frames, 1, 1), 2, 1);
     x = ggml_mul(ctx, ggml_relu(ctx, add_channel_bias(ctx, x, sub_conv0.b)), m1);
     x = add_channel_bias(ctx, ggml_conv_2d_dw_direct(ctx, sub_dw1.w, x, 2, 2, 1, 1, 1, 1), sub_dw1.b);
     x = ggml_mul(ctx, x, m2);
