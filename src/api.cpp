@@ -41,7 +41,7 @@ thread_local std::string t_last_error;
 
 transcribe_status report(transcribe_status status, const std::string & message) {
     t_last_error = message;
-    TLOG_ERROR("%s", message.c_str());
+    log(status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ? TRANSCRIBE_LOG_WARN : TRANSCRIBE_LOG_ERROR, "%s", message.c_str());
     return status;
 }
 

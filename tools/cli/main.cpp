@@ -136,7 +136,7 @@ int main(int argc, char ** argv) {
         }
         transcribe_timings timings;
         transcribe_session_get_timings(session, &timings);
-        output += render(result, format, &timings, info.name);
+        output += render(output_from_result(result), format, &timings, info.name);
         transcribe_result_free(result);
     }
     transcribe_session_free(session);

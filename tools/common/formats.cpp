@@ -53,12 +53,23 @@ std::string cue_text(std::string s, bool vtt) {
 
 } // namespace
 
-std::string render(const transcribe_result * r, Format format, const transcribe_timings * timings,
-                   const std::string & model_name) {
-    const int n_seg = transcribe_result_n_segments(r);
+Output output_from_result(const transcribe_result * r) {
+    Output o;
+    o.text = transcribe_result_text(r);
+    for (int i = 0; i < transcribe_result_n_segments(r); ++i) {
+        o.segments.push_back({transcribe_result_segment_t0_ms(r, i), transcribe_result_segment_t1_ms(r, i),
+                              transcribe_result_segment_text(r, i)});
+    }
+    const int32_t * ids = transcribe_result_tokens(r);
+    o.tokens.assign(ids, ids + transcribe_result_n_tokens(r));
+    o.truncated = transcribe_result_truncated(r);
+    return o;
+}
+
+std::string render(const Output & o, Format format, const transcribe_timings * timings, const std::string & model_name) {
     switch (format) {
         case Format::Txt: {
-            std::string text = transcribe_result_text(r);
+            const std::string & text = o.text;
             const size_t b = text.find_first_not_of(' ');
             return (b == std::string::npos ? std::string() : text.substr(b)) + "\n";
         }
@@ -67,31 +78,28 @@ std::string render(const transcribe_result * r, Format format, const transcribe_
             const bool vtt = format == Format::Vtt;
             std::string out = vtt ? "WEBVTT\n\n" : "";
             int cue = 0;
-            for (int i = 0; i < n_seg; ++i) {
-                const std::string text = cue_text(transcribe_result_segment_text(r, i), vtt);
+            for (const OutputSegment & seg : o.segments) {
+                const std::string text = cue_text(seg.text, vtt);
                 if (text.empty()) {
                     continue;
                 }
                 if (!vtt) {
                     out += std::to_string(++cue) + "\n";
                 }
-                out += format_timestamp(transcribe_result_segment_t0_ms(r, i), vtt ? '.' : ',') + " --> " +
-                       format_timestamp(transcribe_result_segment_t1_ms(r, i), vtt ? '.' : ',') + "\n" + text + "\n\n";
+                out += format_timestamp(seg.t0_ms, vtt ? '.' : ',') + " --> " + format_timestamp(seg.t1_ms, vtt ? '.' : ',') +
+                       "\n" + text + "\n\n";
             }
             return out;
         }
         case Format::Json: {
             nlohmann::ordered_json j;
-            j["text"] = transcribe_result_text(r);
+            j["text"] = o.text;
             j["segments"] = nlohmann::json::array();
-            for (int i = 0; i < n_seg; ++i) {
-                j["segments"].push_back({{"t0_ms", transcribe_result_segment_t0_ms(r, i)},
-                                         {"t1_ms", transcribe_result_segment_t1_ms(r, i)},
-                                         {"text", transcribe_result_segment_text(r, i)}});
+            for (const OutputSegment & seg : o.segments) {
+                j["segments"].push_back({{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text}});
             }
-            const int32_t * ids = transcribe_result_tokens(r);
-            j["tokens"] = std::vector<int32_t>(ids, ids + transcribe_result_n_tokens(r));
-            j["truncated"] = transcribe_result_truncated(r);
+            j["tokens"]    = o.tokens;
+            j["truncated"] = o.truncated;
             if (timings) {
                 j["timings"] = {{"load_ms", timings->load_ms},       {"mel_ms", timings->mel_ms},
                                 {"encode_ms", timings->encode_ms},   {"prefill_ms", timings->prefill_ms},

@@ -1,0 +1,214 @@
+// The C API on the fixture model: batch == serial, truncation, context limits, abort, progress,
+// tokenizer calls, model info.
+#include "transcribe.h"
+
+#include "support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace {
+
+class Api : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        transcribe_load_params lp = transcribe_load_params_init();
+        lp.backend = TRANSCRIBE_BACKEND_CPU;
+        ASSERT_EQ(transcribe_model_load(test::model("canary-qwen-tiny-f32.gguf").c_str(), &lp, &model_), TRANSCRIBE_OK);
+        for (const char * clip : test::kClips) {
+            audio_.push_back(test::read_wav_16k(clip));
+        }
+    }
+    static void TearDownTestSuite() { transcribe_model_free(model_); }
+
+    static transcribe_session * session(transcribe_session_params sp = transcribe_session_params_init()) {
+        sp.n_threads = 2;
+        sp.kv_type   = TRANSCRIBE_KV_F32;
+        transcribe_session * s = nullptr;
+        EXPECT_EQ(transcribe_session_create(model_, &sp, &s), TRANSCRIBE_OK);
+        return s;
+    }
+    static std::vector<int32_t> tokens(const transcribe_result * r) {
+        const int32_t * t = transcribe_result_tokens(r);
+        return std::vector<int32_t>(t, t + transcribe_result_n_tokens(r));
+    }
+
+    static transcribe_model *              model_;
+    static std::vector<std::vector<float>> audio_;
+};
+transcribe_model *              Api::model_ = nullptr;
+std::vector<std::vector<float>> Api::audio_;
+
+} // namespace
+
+TEST_F(Api, Model_info) {
+    transcribe_model_info info;
+    ASSERT_EQ(transcribe_model_get_info(model_, &info), TRANSCRIBE_OK);
+    EXPECT_STREQ(info.architecture, "canary_qwen");
+    EXPECT_STREQ(info.name, "canary-qwen-tiny");
+    EXPECT_STREQ(info.backend, "CPU");
+    EXPECT_EQ(info.sample_rate, 16000);
+    EXPECT_EQ(info.max_audio_ms, 40000);
+    EXPECT_EQ(info.n_vocab, 151936);
+    ASSERT_EQ(info.n_languages, 1);
+    EXPECT_STREQ(info.languages[0], "en");
+    EXPECT_GT(info.load_ms, 0.0);
+}
+
+TEST_F(Api, Batch_equals_serial) {
+    transcribe_session * s = session();
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 16;
+    std::vector<transcribe_result *> serial;
+    for (const auto & a : audio_) {
+        transcribe_result * r = nullptr;
+        const transcribe_status st = transcribe_run(s, a.data(), a.size(), &rp, &r);
+        EXPECT_TRUE(st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        serial.push_back(r);
+    }
+    std::vector<const float *> pcm;
+    std::vector<size_t> n;
+    for (const auto & a : audio_) {
+        pcm.push_back(a.data());
+        n.push_back(a.size());
+    }
+    std::vector<transcribe_result *> batch(audio_.size());
+    std::vector<transcribe_status> statuses(audio_.size());
+    transcribe_run_batch(s, pcm.data(), n.data(), int(n.size()), &rp, batch.data(), statuses.data());
+    for (size_t i = 0; i < audio_.size(); ++i) {
+        ASSERT_NE(batch[i], nullptr);
+        EXPECT_EQ(tokens(batch[i]), tokens(serial[i])) << test::kClips[i];
+        EXPECT_STREQ(transcribe_result_text(batch[i]), transcribe_result_text(serial[i]));
+        const auto golden = test::golden_ids(test::kClips[i]);
+        EXPECT_EQ(tokens(batch[i]), std::vector<int32_t>(golden.begin(), golden.begin() + long(tokens(batch[i]).size())));
+        transcribe_result_free(batch[i]);
+        transcribe_result_free(serial[i]);
+    }
+    transcribe_session_free(s);
+}
+
+TEST_F(Api, Budget_exhaustion_is_reported_with_partial_text) {
+    transcribe_session * s = session();
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 4;
+    transcribe_result * r = nullptr;
+    ASSERT_EQ(transcribe_run(s, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(transcribe_result_truncated(r));
+    const auto want = test::golden_ids("jfk");
+    EXPECT_EQ(tokens(r), std::vector<int32_t>(want.begin(), want.begin() + 4));
+    EXPECT_GT(std::strlen(transcribe_result_text(r)), 0u);
+    ASSERT_EQ(transcribe_result_n_segments(r), 1);
+    EXPECT_EQ(transcribe_result_segment_t0_ms(r, 0), 0);
+    EXPECT_EQ(transcribe_result_segment_t1_ms(r, 0), 11000);
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+}
+
+TEST_F(Api, Input_too_long_for_context_fails_before_compute) {
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_ctx = 160; // jfk needs 152 prompt positions + the budget
+    transcribe_session * s = session(sp);
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 16;
+    transcribe_result * r = nullptr;
+    EXPECT_EQ(transcribe_run(s, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    EXPECT_EQ(r, nullptr);
+    EXPECT_NE(std::string(transcribe_last_error()).find("152"), std::string::npos) << transcribe_last_error();
+    transcribe_timings t;
+    transcribe_session_get_timings(s, &t);
+    EXPECT_EQ(t.mel_ms, 0.0);
+    rp.max_new_tokens = 8; // 152 + 8 fits
+    EXPECT_EQ(transcribe_run(s, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+}
+
+namespace {
+struct AbortAfter {
+    int polls_left;
+};
+bool abort_after(void * user) { return --static_cast<AbortAfter *>(user)->polls_left < 0; }
+void record_progress(float f, void * user) { static_cast<std::vector<float> *>(user)->push_back(f); }
+} // namespace
+
+TEST_F(Api, Abort_callback_stops_the_run) {
+    for (int polls : {0, 2, 6}) {
+        AbortAfter state {polls};
+        transcribe_session_params sp = transcribe_session_params_init();
+        sp.abort_callback  = abort_after;
+        sp.abort_user_data = &state;
+        transcribe_session * s = session(sp);
+        transcribe_result * r = nullptr;
+        EXPECT_EQ(transcribe_run(s, audio_[0].data(), audio_[0].size(), nullptr, &r), TRANSCRIBE_ERR_ABORTED) << polls;
+        EXPECT_EQ(r, nullptr);
+        transcribe_session_free(s);
+    }
+}
+
+TEST_F(Api, Progress_is_monotone_and_reaches_one) {
+    std::vector<float> seen;
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.progress_callback  = record_progress;
+    sp.progress_user_data = &seen;
+    transcribe_session * s = session(sp);
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 8;
+    transcribe_result * r = nullptr;
+    transcribe_run(s, audio_[1].data(), audio_[1].size(), &rp, &r);
+    ASSERT_GE(seen.size(), 5u);
+    EXPECT_EQ(seen.front(), 0.0f);
+    EXPECT_EQ(seen.back(), 1.0f);
+    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+}
+
+TEST_F(Api, Timings_are_filled) {
+    transcribe_session * s = session();
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 4;
+    transcribe_result * r = nullptr;
+    transcribe_run(s, audio_[0].data(), audio_[0].size(), &rp, &r);
+    transcribe_timings t;
+    ASSERT_EQ(transcribe_session_get_timings(s, &t), TRANSCRIBE_OK);
+    EXPECT_GT(t.mel_ms, 0);
+    EXPECT_GT(t.encode_ms, 0);
+    EXPECT_GT(t.prefill_ms, 0);
+    EXPECT_EQ(t.n_prefill_tokens, 152);
+    EXPECT_GE(t.n_decode_tokens, 3);
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+}
+
+TEST_F(Api, Tokenize_and_detokenize) {
+    int32_t ids[16];
+    int n = 0;
+    ASSERT_EQ(transcribe_tokenize(model_, "user\nTranscribe the following: ", ids, 16, &n), TRANSCRIBE_OK);
+    EXPECT_EQ(std::vector<int32_t>(ids, ids + n), (std::vector<int32_t> {872, 198, 3167, 3114, 279, 2701, 25, 220}));
+    EXPECT_EQ(transcribe_tokenize(model_, "user\nTranscribe the following: ", ids, 2, &n), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(n, 8);
+    char buf[64];
+    size_t len = 0;
+    const int32_t with_special[] = {151644, 872, 198, 3167, 151645};
+    ASSERT_EQ(transcribe_detokenize(model_, with_special, 5, buf, sizeof buf, &len), TRANSCRIBE_OK);
+    EXPECT_STREQ(buf, "<|im_start|>user\nTrans");
+    EXPECT_EQ(transcribe_detokenize(model_, with_special, 5, buf, 4, &len), TRANSCRIBE_ERR_INVALID_ARG);
+}
+
+TEST_F(Api, Null_and_invalid_arguments_are_rejected) {
+    transcribe_model * m = nullptr;
+    EXPECT_EQ(transcribe_model_load(nullptr, nullptr, &m), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(transcribe_model_load("x", nullptr, nullptr), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(transcribe_session_create(nullptr, nullptr, nullptr), TRANSCRIBE_ERR_INVALID_ARG);
+    transcribe_backend b;
+    EXPECT_EQ(transcribe_backend_from_name("quantum", &b), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(transcribe_backend_from_name("CPU", &b), TRANSCRIBE_OK);
+    EXPECT_EQ(b, TRANSCRIBE_BACKEND_CPU);
+    transcribe_load_params lp = transcribe_load_params_init();
+    lp.backend = TRANSCRIBE_BACKEND_METAL;
+    EXPECT_EQ(transcribe_model_load(test::model("canary-qwen-tiny-f32.gguf").c_str(), &lp, &m), TRANSCRIBE_ERR_BACKEND);
+    EXPECT_STREQ(transcribe_status_string(TRANSCRIBE_ERR_OUTPUT_TRUNCATED), "OUTPUT_TRUNCATED");
+    EXPECT_EQ(transcribe_result_text(nullptr), std::string());
+}
