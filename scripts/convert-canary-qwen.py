@@ -46,7 +46,7 @@ class ConvertError(Exception):
 # ----------------------------------------------------------------------------- safetensors
 
 class SafeTensors:
-    """Zero-copy view of a .safetensors file (header parsed, data memory-mapped)."""
+    """A .safetensors file: header parsed up front, each tensor read on demand."""
 
     DTYPES = {"BF16": (np.uint16, 2), "F16": (np.float16, 2), "F32": (np.float32, 4), "I64": (np.int64, 8)}
 
@@ -66,7 +66,8 @@ class SafeTensors:
             except json.JSONDecodeError as exc:
                 raise ConvertError(f"{path}: corrupt safetensors header: {exc}") from None
         self.header.pop("__metadata__", None)
-        self.data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+        self.data_start = 8 + n
+        self.size = size
         self.path = path
 
     def names(self):
@@ -86,7 +87,11 @@ class SafeTensors:
         count = int(np.prod(info["shape"])) if info["shape"] else 1
         if e - b != count * width:
             raise ConvertError(f"{self.path}: tensor {name} has {e - b} bytes, expected {count * width}")
-        return self.data[b:e].view(np_dt).reshape(info["shape"]), dt
+        if self.data_start + e > self.size:
+            raise ConvertError(f"{self.path}: tensor {name} lies past the end of the file (truncated?)")
+        # Plain reads rather than a memory map: only the tensor being converted is ever resident.
+        arr = np.fromfile(self.path, dtype=np_dt, count=count, offset=self.data_start + b)
+        return arr.reshape(info["shape"]), dt
 
     def f32(self, name: str) -> np.ndarray:
         arr, dt = self.raw(name)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine: system packages, the pinned ggml tree, a Release build, the bundled
+# fixture model converted to GGUF, and a first transcription of the bundled jfk.wav with it.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy
+          libsndfile1-dev libsoxr-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    echo "setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+bash scripts/fetch-ggml.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRANSCRIBE_BUILD_TESTS=ON >/dev/null
+cmake --build build -j"$(nproc)"
+
+mkdir -p models
+/usr/bin/python3 scripts/convert-canary-qwen.py \
+    --checkpoint tests/fixtures/canary-qwen-tiny/checkpoint --llm tests/fixtures/canary-qwen-tiny/llm \
+    -o models/canary-qwen-tiny.gguf --name canary-qwen-tiny
+echo "setup: transcribing tests/fixtures/canary-qwen-tiny/audio/jfk.wav (random-weight fixture model: the words are noise)"
+build/tools/transcribe-cli -m models/canary-qwen-tiny.gguf --max-new-tokens 32 tests/fixtures/canary-qwen-tiny/audio/jfk.wav

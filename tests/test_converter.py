@@ -1,0 +1,206 @@
+"""Converter error table, LoRA merge, storage policy and the synthetic checkpoint generator.
+
+Run with Debian's python3 (numpy) from tests/: python3 -m unittest -v test_converter
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CONVERTER = ROOT / "scripts" / "convert-canary-qwen.py"
+SYNTH = ROOT / "scripts" / "make-synthetic-checkpoint.py"
+FIXTURE = ROOT / "tests" / "fixtures" / "canary-qwen-tiny"
+sys.path.insert(0, os.environ.get("TRANSCRIBE_GGUF_PY", str(ROOT / ".deps" / "llama.cpp" / "gguf-py")))
+import gguf  # noqa: E402
+
+
+def run_converter(ckpt, llm, out, *extra):
+    return subprocess.run([sys.executable, str(CONVERTER), "--checkpoint", str(ckpt), "--llm", str(llm), "-o", str(out),
+                           *extra], capture_output=True, text=True)
+
+
+def read_safetensors_header(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n)), n
+
+
+def rewrite_safetensors(src, dst, edit):
+    """Copies src to dst with edit(header) applied to the JSON header (data bytes untouched)."""
+    header, n = read_safetensors_header(src)
+    edit(header)
+    blob = json.dumps(header).encode()
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        f.seek(8 + n)
+        g.write(struct.pack("<Q", len(blob)))
+        g.write(blob)
+        shutil.copyfileobj(f, g)
+
+
+class ConverterErrors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.ckpt = self.tmp / "ckpt"
+        self.ckpt.mkdir()
+        shutil.copyfile(FIXTURE / "checkpoint" / "config.json", self.ckpt / "config.json")
+        os.symlink(FIXTURE / "checkpoint" / "model.safetensors", self.ckpt / "model.safetensors")
+        self.out = self.tmp / "out.gguf"
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def expect_error(self, result, *needles):
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("error:", result.stderr)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+        self.assertFalse(self.out.exists(), "a failed conversion must not leave a partial file")
+
+    def test_missing_checkpoint_dir(self):
+        self.expect_error(run_converter(self.tmp / "nope", FIXTURE / "llm", self.out), "checkpoint directory not found")
+
+    def test_missing_safetensors(self):
+        (self.ckpt / "model.safetensors").unlink()
+        self.expect_error(run_converter(self.ckpt, FIXTURE / "llm", self.out), "model.safetensors")
+
+    def test_missing_tokenizer_file(self):
+        llm = self.tmp / "llm"
+        shutil.copytree(FIXTURE / "llm", llm)
+        (llm / "merges.txt").unlink()
+        self.expect_error(run_converter(self.ckpt, llm, self.out), "merges.txt")
+
+    def test_missing_tensor(self):
+        (self.ckpt / "model.safetensors").unlink()
+        name = "perception.encoder.layers.1.self_attn.linear_pos.weight"
+        rewrite_safetensors(FIXTURE / "checkpoint" / "model.safetensors", self.ckpt / "model.safetensors",
+                            lambda h: h.pop(name))
+        self.expect_error(run_converter(self.ckpt, FIXTURE / "llm", self.out), "missing tensor", name)
+
+    def test_wrong_shape(self):
+        (self.ckpt / "model.safetensors").unlink()
+        name = "llm.base_model.model.model.layers.0.mlp.up_proj.weight"
+
+        def transpose(h):
+            h[name]["shape"] = list(reversed(h[name]["shape"]))
+        rewrite_safetensors(FIXTURE / "checkpoint" / "model.safetensors", self.ckpt / "model.safetensors", transpose)
+        self.expect_error(run_converter(self.ckpt, FIXTURE / "llm", self.out), name, "[64, 192]", "expected [192, 64]")
+
+    def test_not_a_salm_config(self):
+        shutil.copyfile(FIXTURE / "llm" / "config.json", self.ckpt / "config.json")
+        self.expect_error(run_converter(self.ckpt, FIXTURE / "llm", self.out), "not a NeMo SALM config")
+
+    def test_llm_config_not_qwen3(self):
+        llm = self.tmp / "llm"
+        shutil.copytree(FIXTURE / "llm", llm)
+        cfg = json.loads((llm / "config.json").read_text())
+        cfg["model_type"] = "llama"
+        (llm / "config.json").write_text(json.dumps(cfg))
+        self.expect_error(run_converter(self.ckpt, llm, self.out), "not a Qwen3 config")
+
+    def test_garbage_safetensors(self):
+        (self.ckpt / "model.safetensors").unlink()
+        (self.ckpt / "model.safetensors").write_bytes(b"\xff" * 64)
+        self.expect_error(run_converter(self.ckpt, FIXTURE / "llm", self.out), "safetensors")
+
+
+class ConverterOutput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp())
+        cls.path = cls.tmp / "tiny.gguf"
+        r = run_converter(FIXTURE / "checkpoint", FIXTURE / "llm", cls.path)
+        assert r.returncode == 0, r.stderr
+        cls.reader = gguf.GGUFReader(str(cls.path))
+        cls.tensors = {t.name: t for t in cls.reader.tensors}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def field(self, key):
+        f = self.reader.fields[key]
+        return f.contents()
+
+    def test_metadata(self):
+        self.assertEqual(self.field("general.architecture"), "canary_qwen")
+        self.assertEqual(self.field("canary_qwen.audio_token_id"), 151669)
+        self.assertAlmostEqual(self.field("canary_qwen.lora_scale"), 4.0)
+        self.assertEqual(self.field("canary_qwen.prompt_prefix"), [151644, 872, 198, 3167, 3114, 279, 2701, 25, 220])
+        self.assertEqual(self.field("canary_qwen.prompt_suffix"), [151645, 198, 151644, 77091, 198])
+        self.assertEqual(self.field("encoder.n_layers"), 2)
+        self.assertEqual(self.field("llm.head_dim"), 16)
+        tokens = self.field("tokenizer.ggml.tokens")
+        self.assertEqual(tokens[151669], "<|audioplaceholder|>")
+        self.assertEqual(self.field("tokenizer.ggml.token_type")[151669], gguf.TokenType.CONTROL)
+
+    def test_storage_policy(self):
+        T = gguf.GGMLQuantizationType
+        self.assertEqual(self.tensors["token_embd.weight"].tensor_type, T.BF16)
+        self.assertEqual(self.tensors["enc.blk.0.attn.q.weight"].tensor_type, T.BF16)
+        for name in ("llm.blk.0.attn_q.weight", "llm.blk.0.attn_v.weight", "mel.window", "mel.filterbank",
+                     "enc.blk.0.conv.dw.weight", "enc.sub.conv0.weight", "enc.blk.0.conv.bn.running_var",
+                     "enc.blk.0.attn.q.bias", "llm.blk.0.attn_norm.weight"):
+            self.assertEqual(self.tensors[name].tensor_type, T.F32, name)
+
+    def test_lora_merged_in_fp32_with_config_scale(self):
+        header, n = read_safetensors_header(FIXTURE / "checkpoint" / "model.safetensors")
+        raw = np.memmap(FIXTURE / "checkpoint" / "model.safetensors", dtype=np.uint8, mode="r", offset=8 + n)
+
+        def load(name):
+            b, e = header[name]["data_offsets"]
+            u = raw[b:e].view(np.uint16).astype(np.uint32) << 16
+            return u.view(np.float32).reshape(header[name]["shape"]).astype(np.float64)
+        p = "llm.base_model.model.model.layers.1.self_attn.v_proj."
+        want = load(p + "base_layer.weight") + 4.0 * load(p + "lora_B.default.weight") @ load(p + "lora_A.default.weight")
+        got = np.array(self.tensors["llm.blk.1.attn_v.weight"].data, dtype=np.float64).reshape(want.shape)
+        self.assertLess(np.abs(got - want).max(), 1e-6)
+        # BF16 weights are copied bit-exactly.
+        b, e = header["embed_tokens.weight"]["data_offsets"]
+        self.assertTrue(np.array_equal(np.array(self.tensors["token_embd.weight"].data).view(np.uint16).ravel(),
+                                       raw[b:e].view(np.uint16)))
+
+
+class SyntheticCheckpoint(unittest.TestCase):
+    def test_small_preset_converts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            r = subprocess.run([sys.executable, str(SYNTH), "--preset", "small", "--out", str(tmp / "s")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            header, _ = read_safetensors_header(tmp / "s" / "checkpoint" / "model.safetensors")
+            fixture_header, _ = read_safetensors_header(FIXTURE / "checkpoint" / "model.safetensors")
+            self.assertEqual(set(header), set(fixture_header))  # same layers (2 + 2), same names
+            self.assertEqual({v["dtype"] for k, v in header.items() if k != "__metadata__"}, {"BF16", "I64"})
+            r = run_converter(tmp / "s" / "checkpoint", tmp / "s" / "llm", tmp / "s.gguf")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            reader = gguf.GGUFReader(str(tmp / "s.gguf"))
+            self.assertEqual(reader.fields["encoder.d_model"].contents(), 128)
+            self.assertAlmostEqual(reader.fields["canary_qwen.lora_scale"].contents(), 2.0)
+
+    def test_full_preset_has_the_real_shapes(self):
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("synth", SYNTH)
+        synth = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(synth)
+        specs = {name: shape for name, shape, _ in synth.tensor_specs(synth.PRESETS["full"])}
+        self.assertEqual(specs["embed_tokens.weight"], (151936, 2048))
+        self.assertEqual(specs["perception.encoder.pre_encode.out.weight"], (1024, 4096))
+        self.assertEqual(specs["perception.encoder.layers.31.conv.pointwise_conv1.weight"], (2048, 1024, 1))
+        self.assertEqual(specs["llm.base_model.model.model.layers.27.self_attn.k_proj.weight"], (1024, 2048))
+        self.assertEqual(specs["llm.base_model.model.model.layers.27.mlp.down_proj.weight"], (2048, 6144))
+        n_params = sum(int(np.prod(s)) for n, s in specs.items() if "lora" not in n and "num_batches" not in n)
+        self.assertGreater(n_params, 2.5e9)
+        self.assertLess(n_params, 2.6e9)
+
+
+if __name__ == "__main__":
+    unittest.main()
