@@ -152,14 +152,18 @@ TRANSCRIBE_API void transcribe_audio_free(transcribe_audio * audio);
 /* ---------------------------------------------------------------- running */
 typedef struct transcribe_run_params {
     const char * language;       /* hint; NULL = model default */
-    int          max_new_tokens; /* <= 0: 256 */
-    bool         timestamps;     /* per-segment times (one segment per run until long-audio support) */
+    int          max_new_tokens; /* per piece of audio; <= 0: 256 */
+    bool         timestamps;     /* per-segment times */
+    int          chunk_ms;       /* audio longer than this is cut into pieces at pauses, each one a segment;
+                                    <= 0: the model's window (40 s for Canary-Qwen) */
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
 
-/* pcm: mono float samples at the model's sample rate. On TRANSCRIBE_OK or TRANSCRIBE_ERR_OUTPUT_TRUNCATED
- * *out_result holds the transcript; otherwise it is set to NULL. */
+/* pcm: mono float samples at the model's sample rate, any length: audio longer than the window is cut at
+ * pauses into pieces transcribed one after another, each a segment with times in the original audio.
+ * On TRANSCRIBE_OK or TRANSCRIBE_ERR_OUTPUT_TRUNCATED (some piece ran out of token budget; its segment is
+ * flagged) *out_result holds the transcript; otherwise it is set to NULL. */
 TRANSCRIBE_API transcribe_status transcribe_run(transcribe_session * session, const float * pcm, size_t n_samples,
                                                 const transcribe_run_params * params, transcribe_result ** out_result);
 /* n utterances; results[i] and statuses[i] as transcribe_run would give them. Returns TRANSCRIBE_OK when
@@ -177,6 +181,9 @@ TRANSCRIBE_API int             transcribe_result_n_segments(const transcribe_res
 TRANSCRIBE_API int64_t         transcribe_result_segment_t0_ms(const transcribe_result * result, int i);
 TRANSCRIBE_API int64_t         transcribe_result_segment_t1_ms(const transcribe_result * result, int i);
 TRANSCRIBE_API const char *    transcribe_result_segment_text(const transcribe_result * result, int i);
+TRANSCRIBE_API bool            transcribe_result_segment_truncated(const transcribe_result * result, int i);
+TRANSCRIBE_API int             transcribe_result_segment_n_tokens(const transcribe_result * result, int i);
+TRANSCRIBE_API const int32_t * transcribe_result_segment_tokens(const transcribe_result * result, int i);
 TRANSCRIBE_API void            transcribe_result_free(transcribe_result * result);
 
 typedef struct transcribe_timings {
@@ -189,7 +196,7 @@ typedef struct transcribe_timings {
     int    n_decode_tokens;
 } transcribe_timings;
 
-/* Timings of the session's last run (load_ms is the model's). */
+/* Timings of the session's last run, summed over its pieces (load_ms is the model's). */
 TRANSCRIBE_API transcribe_status transcribe_session_get_timings(const transcribe_session * session,
                                                                 transcribe_timings * out);
 

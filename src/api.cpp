@@ -5,6 +5,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/family.h"
+#include "core/long_audio.h"
 #include "core/log.h"
 
 #include "ggml.h"
@@ -91,30 +92,44 @@ void fill_audio(std::vector<float> && samples, int rate, transcribe_audio * out)
     out->sample_rate = rate;
 }
 
-RunOptions run_options(const transcribe_run_params * p) {
-    RunOptions o;
+struct RunRequest {
+    RunOptions options;
+    int        chunk_ms = 0;
+};
+
+RunRequest run_request(const transcribe_run_params * p) {
+    RunRequest r;
     const transcribe_run_params d = transcribe_run_params_init();
     if (!p) {
         p = &d;
     }
-    o.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
-    o.language       = p->language ? p->language : "";
-    return o;
+    r.options.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
+    r.options.language       = p->language ? p->language : "";
+    r.chunk_ms               = p->chunk_ms;
+    return r;
 }
 
-transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunOptions & o,
+transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req,
                           transcribe_result ** out) {
     if (!pcm || n == 0) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
     }
     audio_check_finite(pcm, n, "input audio");
+    const ModelInfo & info = s->model->impl->info();
+    const int64_t window_ms = req.chunk_ms > 0 ? req.chunk_ms : info.max_audio_ms;
+    const size_t window = size_t(window_ms * info.sample_rate / 1000);
+    if (window < size_t(info.sample_rate)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
+    }
+    const RunOptions & o = req.options;
     auto r = std::make_unique<transcribe_result>();
-    r->transcript = s->impl->run(pcm, n, o);
+    r->transcript = transcribe_pieces(*s->impl, pcm, n, info.sample_rate, window, o);
     const bool truncated = r->transcript.truncated;
     *out = r.release();
     if (truncated) {
         return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
-                      format("transcript truncated: the budget of %d new tokens ran out before the end", o.max_new_tokens));
+                      format("transcript truncated: the budget of %d new tokens ran out before the end of a piece",
+                             o.max_new_tokens));
     }
     return TRANSCRIBE_OK;
 }
@@ -354,6 +369,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.language       = nullptr;
     p.max_new_tokens = 256;
     p.timestamps     = true;
+    p.chunk_ms       = 0;
     return p;
 }
 
@@ -364,7 +380,7 @@ transcribe_status transcribe_run(transcribe_session * session, const float * pcm
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: null argument");
         }
         *out_result = nullptr;
-        return run_one(session, pcm, n_samples, run_options(params), out_result);
+        return run_one(session, pcm, n_samples, run_request(params), out_result);
     });
 }
 
@@ -375,7 +391,7 @@ transcribe_status transcribe_run_batch(transcribe_session * session, const float
         if (!session || !pcm || !n_samples || n < 0 || !results || !statuses) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run_batch: null or negative argument");
         }
-        const RunOptions o = run_options(params);
+        const RunRequest o = run_request(params);
         transcribe_status first = TRANSCRIBE_OK;
         for (int i = 0; i < n; ++i) {
             results[i]  = nullptr;
@@ -415,6 +431,18 @@ int64_t transcribe_result_segment_t1_ms(const transcribe_result * r, int i) {
 const char * transcribe_result_segment_text(const transcribe_result * r, int i) {
     const Segment * s = segment_at(r, i);
     return s ? s->text.c_str() : "";
+}
+bool transcribe_result_segment_truncated(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s && s->truncated;
+}
+int transcribe_result_segment_n_tokens(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? int(s->tokens.size()) : 0;
+}
+const int32_t * transcribe_result_segment_tokens(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? s->tokens.data() : nullptr;
 }
 void transcribe_result_free(transcribe_result * r) { delete r; }
 

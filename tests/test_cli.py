@@ -39,7 +39,10 @@ class Cli(unittest.TestCase):
         j = json.loads(r.stdout)
         self.assertEqual(j["tokens"], golden_ids)
         self.assertEqual(j["text"], golden_text)
-        self.assertEqual(j["segments"], [{"t0_ms": 0, "t1_ms": 11000, "text": golden_text}])
+        self.assertEqual(len(j["segments"]), 1)
+        seg = j["segments"][0]
+        self.assertEqual((seg["text"], seg["tokens"], seg["truncated"]), (golden_text, golden_ids, True))
+        self.assertTrue(0 <= seg["t0_ms"] < 500 and 10500 < seg["t1_ms"] <= 11000, seg)
         self.assertTrue(j["truncated"])
         self.assertIn("truncated", r.stderr.decode())  # never silently
         for key in ("load_ms", "mel_ms", "encode_ms", "prefill_ms", "decode_ms"):
@@ -52,10 +55,10 @@ class Cli(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(r.stdout, b"")
             srt = out.read_text(encoding="utf-8")
-            self.assertTrue(srt.startswith("1\n00:00:00,000 --> 00:00:11,000\n"), srt)
+            self.assertRegex(srt, r"^1\n00:00:00,[0-4]\d\d --> 00:00:1[01],\d\d\d\n")
             self.assertIn("100%", r.stderr.decode())
             r = cli("-m", F32, "--max-new-tokens", "4", "--format", "vtt", JFK)
-            self.assertTrue(r.stdout.decode().startswith("WEBVTT\n\n00:00:00.000 --> 00:00:11.000\n"))
+            self.assertRegex(r.stdout.decode(), r"^WEBVTT\n\n00:00:00\.[0-4]\d\d --> 00:00:1[01]\.\d\d\d\n")
 
     def test_several_files(self):
         r = cli("-m", F32, "--max-new-tokens", "2", JFK, str(FIXTURE / "audio" / "jfk_0p7s.wav"))

@@ -10,7 +10,9 @@ namespace {
 Output sample() {
     Output o;
     o.text     = " Hello <world> & friends second part";
-    o.segments = {{0, 1500, " Hello <world> & friends"}, {3723400, 3725000, "second\n\npart "}, {3725000, 3726000, "  "}};
+    o.segments = {{0, 1500, " Hello <world> & friends", {9707}, false},
+                  {3723400, 3725000, "second\n\npart ", {1879}, true},
+                  {3725000, 3726000, "  ", {}, false}};
     o.tokens   = {9707, 1879};
     return o;
 }
@@ -48,6 +50,9 @@ TEST(Formats, Json) {
     EXPECT_EQ(j["segments"][1]["t0_ms"], 3723400);
     EXPECT_EQ(j["segments"][1]["t1_ms"], 3725000);
     EXPECT_EQ(j["segments"][0]["text"], " Hello <world> & friends");
+    EXPECT_EQ(j["segments"][0]["tokens"], nlohmann::json::parse("[9707]"));
+    EXPECT_EQ(j["segments"][0]["truncated"], false);
+    EXPECT_EQ(j["segments"][1]["truncated"], true);
     EXPECT_EQ(j["tokens"], nlohmann::json::parse("[9707, 1879]"));
     EXPECT_EQ(j["truncated"], false);
     EXPECT_EQ(j["timings"]["load_ms"], 1.5);

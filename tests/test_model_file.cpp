@@ -206,10 +206,15 @@ TEST_F(BadAudio, Empty_and_too_short_audio) {
     EXPECT_EQ(r, nullptr);
 }
 
-TEST_F(BadAudio, Audio_too_long) {
-    std::vector<float> pcm(size_t(16000) * 41, 0.0f);
+TEST_F(BadAudio, Piece_longer_than_the_model_takes) {
+    // Long audio is cut into pieces of the requested length; a window past the model's 40 s is refused.
+    std::vector<float> pcm(size_t(16000) * 45, 0.0f);
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.chunk_ms = 50000;
     transcribe_result * r = nullptr;
-    EXPECT_EQ(transcribe_run(session_, pcm.data(), pcm.size(), nullptr, &r), TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    EXPECT_EQ(transcribe_run(session_, pcm.data(), pcm.size(), &rp, &r), TRANSCRIBE_ERR_INPUT_TOO_LONG);
     EXPECT_EQ(r, nullptr);
-    EXPECT_NE(std::string(transcribe_last_error()).find("41.0 s"), std::string::npos) << transcribe_last_error();
+    EXPECT_NE(std::string(transcribe_last_error()).find("45.0 s"), std::string::npos) << transcribe_last_error();
+    rp.chunk_ms = 500;
+    EXPECT_EQ(transcribe_run(session_, pcm.data(), pcm.size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
 }

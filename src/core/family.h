@@ -34,12 +34,17 @@ struct RunOptions {
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
     std::vector<std::vector<float>> * step_logits  = nullptr;
+    // This run's share of the session's progress bar (long audio runs pieces).
+    float progress_offset = 0.0f;
+    float progress_scale  = 1.0f;
 };
 
 struct Segment {
-    int64_t     t0_ms = 0;
-    int64_t     t1_ms = 0;
-    std::string text;
+    int64_t              t0_ms = 0;
+    int64_t              t1_ms = 0;
+    std::string          text;
+    std::vector<int32_t> tokens;
+    bool                 truncated = false; // this piece ran out of token budget
 };
 
 struct Transcript {
@@ -60,6 +65,7 @@ public:
     // pcm: mono samples at the model's rate. Throws Error (ABORTED, INPUT_TOO_LONG, ...).
     virtual Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) = 0;
     const Timings & timings() const { return timings_; }
+    void set_timings(const Timings & t) { timings_ = t; }
 
 protected:
     Timings timings_;

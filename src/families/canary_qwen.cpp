@@ -32,7 +32,7 @@ public:
 private:
     Graph & encoder_graph(int n_frames, int n_valid);
     void check_abort(const char * stage) const;
-    void progress(float f) const;
+    void progress(const RunOptions & o, float f) const;
 
     const CanaryQwenModel & model_;
     SessionOptions          opt_;
@@ -121,9 +121,9 @@ void CanaryQwenSession::check_abort(const char * stage) const {
     }
 }
 
-void CanaryQwenSession::progress(float f) const {
+void CanaryQwenSession::progress(const RunOptions & o, float f) const {
     if (opt_.progress_callback) {
-        opt_.progress_callback(f, opt_.progress_user_data);
+        opt_.progress_callback(o.progress_offset + o.progress_scale * f, opt_.progress_user_data);
     }
 }
 
@@ -168,14 +168,14 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
              n_prompt, n_audio, max_new, decoder_.n_ctx());
     }
     check_abort("start");
-    progress(0.0f);
+    progress(options, 0.0f);
 
     auto t0 = clock::now();
     MelFeatures mel = model_.mel_->compute(pcm, n_samples, opt_.n_threads);
     timings_.mel_ms = ms_since(t0);
     dump_f32("mel", mel.data, {mel.n_mels, mel.n_frames});
     check_abort("mel");
-    progress(0.05f);
+    progress(options, 0.05f);
 
     t0 = clock::now();
     Graph & eg = encoder_graph(mel.n_frames, mel.n_valid);
@@ -192,7 +192,7 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
         dump_f32("proj_out", audio_rows, {n_audio, model_.lm_hp_.hidden});
     }
     check_abort("encoder");
-    progress(0.35f);
+    progress(options, 0.35f);
 
     t0 = clock::now();
     Qwen3Decoder::Piece audio;
@@ -206,7 +206,7 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
     timings_.n_prefill_tokens = n_prompt;
     dump_f32("lm_input", lm_input, {n_prompt, model_.lm_hp_.hidden});
     dump_f32("logits_gen0", logits, {int64_t(logits.size())});
-    progress(0.5f);
+    progress(options, 0.5f);
 
     Transcript out;
     t0 = clock::now();
@@ -227,7 +227,7 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
         }
         out.tokens.push_back(tok);
         check_abort("decode");
-        progress(0.5f + 0.5f * float(k + 1) / float(max_new));
+        progress(options, 0.5f + 0.5f * float(k + 1) / float(max_new));
         if (options.ignore_eos && int(k + 1) == max_new) {
             break;
         }
@@ -236,8 +236,8 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
     }
     timings_.decode_ms = ms_since(t0);
     out.text = model_.tokenizer().decode(out.tokens);
-    out.segments.push_back(Segment {0, int64_t(std::llround(audio_ms)), out.text});
-    progress(1.0f);
+    out.segments.push_back(Segment {0, int64_t(std::llround(audio_ms)), out.text, out.tokens, out.truncated});
+    progress(options, 1.0f);
     return out;
 }
 

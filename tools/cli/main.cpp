@@ -43,7 +43,7 @@ int main(int argc, char ** argv) {
     CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen and friends)"};
     std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text;
     std::vector<std::string> audio_paths;
-    int  threads = 0, max_new_tokens = 256;
+    int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
     bool progress = false, show_version = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
@@ -52,7 +52,9 @@ int main(int argc, char ** argv) {
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_flag("--progress", progress, "show a progress bar on stderr");
-    app.add_option("--max-new-tokens", max_new_tokens, "token budget per transcript")->check(CLI::PositiveNumber);
+    app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
+    app.add_option("--chunk-ms", chunk_ms, "cut longer audio into pieces of at most this many ms (default: the model's window)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
     app.add_flag("--version", show_version, "print the version and exit");
@@ -115,6 +117,7 @@ int main(int argc, char ** argv) {
     }
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = max_new_tokens;
+    rp.chunk_ms       = chunk_ms;
 
     std::string output;
     int exit_code = 0;

@@ -57,8 +57,11 @@ Output output_from_result(const transcribe_result * r) {
     Output o;
     o.text = transcribe_result_text(r);
     for (int i = 0; i < transcribe_result_n_segments(r); ++i) {
+        const int32_t * seg_ids = transcribe_result_segment_tokens(r, i);
         o.segments.push_back({transcribe_result_segment_t0_ms(r, i), transcribe_result_segment_t1_ms(r, i),
-                              transcribe_result_segment_text(r, i)});
+                              transcribe_result_segment_text(r, i),
+                              std::vector<int32_t>(seg_ids, seg_ids + transcribe_result_segment_n_tokens(r, i)),
+                              transcribe_result_segment_truncated(r, i)});
     }
     const int32_t * ids = transcribe_result_tokens(r);
     o.tokens.assign(ids, ids + transcribe_result_n_tokens(r));
@@ -96,7 +99,8 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
             j["text"] = o.text;
             j["segments"] = nlohmann::json::array();
             for (const OutputSegment & seg : o.segments) {
-                j["segments"].push_back({{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text}});
+                j["segments"].push_back({{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text},
+                                         {"tokens", seg.tokens}, {"truncated", seg.truncated}});
             }
             j["tokens"]    = o.tokens;
             j["truncated"] = o.truncated;

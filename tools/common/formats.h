@@ -9,9 +9,11 @@
 namespace transcribe_tools {
 
 struct OutputSegment {
-    int64_t     t0_ms = 0;
-    int64_t     t1_ms = 0;
-    std::string text;
+    int64_t              t0_ms = 0;
+    int64_t              t1_ms = 0;
+    std::string          text;
+    std::vector<int32_t> tokens;
+    bool                 truncated = false;
 };
 
 // What the formats render: a plain copy of a transcribe_result (so formats are testable on their own).
