@@ -88,6 +88,24 @@ TEST_F(Api, Batch_equals_serial) {
     transcribe_session_free(s);
 }
 
+// One session reused for inputs of growing length: its cached graphs must be re-allocated each time
+// (regression: stale addresses after the compute buffer grew crashed the second run).
+TEST_F(Api, Reused_session_with_growing_inputs_matches_goldens) {
+    transcribe_session * s = session();
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 16;
+    for (int i : {1, 2, 3, 0, 1}) {
+        transcribe_result * r = nullptr;
+        transcribe_run(s, audio_[size_t(i)].data(), audio_[size_t(i)].size(), &rp, &r);
+        ASSERT_NE(r, nullptr);
+        const auto golden = test::golden_ids(test::kClips[i]);
+        const auto got = tokens(r);
+        EXPECT_EQ(got, std::vector<int32_t>(golden.begin(), golden.begin() + long(got.size()))) << test::kClips[i];
+        transcribe_result_free(r);
+    }
+    transcribe_session_free(s);
+}
+
 TEST_F(Api, Budget_exhaustion_is_reported_with_partial_text) {
     transcribe_session * s = session();
     transcribe_run_params rp = transcribe_run_params_init();

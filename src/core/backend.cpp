@@ -116,6 +116,12 @@ Executor::~Executor() {
 }
 
 void Executor::allocate(Graph & g) {
+    // A reused graph still carries the addresses of its previous allocation, which the allocator would
+    // take as valid (and which dangle once its buffers grew for another graph): forget them.
+    for (ggml_tensor * t = ggml_get_first_tensor(g.ctx()); t; t = ggml_get_next_tensor(g.ctx(), t)) {
+        t->data   = nullptr;
+        t->buffer = nullptr;
+    }
     ggml_backend_sched_reset(sched_);
     if (!ggml_backend_sched_alloc_graph(sched_, g.graph())) {
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate compute buffers for a graph of %d nodes", ggml_graph_n_nodes(g.graph()));

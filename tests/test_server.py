@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""transcribe-server end to end over loopback: formats, error codes, a bounded load run, 503 on a full
+queue. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR (wav/flac/mp3 copies of the clips)."""
+import concurrent.futures as cf
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
+
+
+class Server:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([SERVER, "-m", MODEL, "--port", "0", "--host", "127.0.0.1", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + line)
+        self.base = line.split("listening on ")[1].split()[0]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.last_words = self.proc.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.last_words = self.proc.communicate()[0]
+        return self.proc.returncode
+
+
+def multipart(fields, files):
+    boundary = "----transcribe%08x" % random.getrandbits(32)
+    body = b""
+    for k, v in fields.items():
+        body += f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+    for k, (name, data) in files.items():
+        body += (f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"; filename="{name}"\r\n'
+                 f'Content-Type: application/octet-stream\r\n\r\n').encode() + data + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def request(base, path, body=None, content_type=None, timeout=120):
+    req = urllib.request.Request(base + path, data=body, method="POST" if body is not None else "GET")
+    if content_type:
+        req.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def transcribe(base, data, name="a.wav", **fields):
+    body, ctype = multipart(fields, {"file": (name, data)})
+    return request(base, "/v1/audio/transcriptions", body, ctype)
+
+
+class ServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--parallel", "2", "--queue", "64", "--max-new-tokens", "8", "--max-upload-mb", "2",
+                            "--kv-type", "f32", "--threads", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def test_health_and_models(self):
+        self.assertEqual(request(self.server.base, "/health")[2], b'{"status":"ok"}')
+        models = json.loads(request(self.server.base, "/v1/models")[2])
+        self.assertEqual(models["object"], "list")
+        self.assertEqual(models["data"][0]["id"], "canary-qwen-tiny")
+
+    def test_every_format_and_container(self):
+        golden = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())[:8]
+        for ext in ("wav", "flac", "mp3"):
+            data = (AUDIO / f"jfk.{ext}").read_bytes() if ext != "wav" else JFK
+            status, ctype, body = transcribe(self.server.base, data, f"jfk.{ext}", model="whisper-1",
+                                             response_format="verbose_json", language="en", prompt="ignored",
+                                             temperature="0")
+            self.assertEqual(status, 200, body)
+            j = json.loads(body)
+            self.assertEqual(j["task"], "transcribe")
+            self.assertEqual(j["language"], "en")
+            self.assertAlmostEqual(j["duration"], 11.0, delta=0.1)
+            self.assertEqual(len(j["segments"]), 1)
+            seg = j["segments"][0]
+            self.assertTrue(0 <= seg["start"] < seg["end"] <= 11.0 + 0.1)
+            if ext in ("wav", "flac"):  # lossless: exactly the reference's first 8 greedy ids
+                self.assertEqual(seg["tokens"], golden, ext)
+        status, ctype, body = transcribe(self.server.base, JFK)
+        self.assertEqual((status, ctype), (200, "application/json"))
+        text = json.loads(body)["text"]
+        self.assertEqual(list(json.loads(body)), ["text"])
+        status, ctype, body = transcribe(self.server.base, JFK, response_format="text")
+        self.assertEqual(body.decode(), text.lstrip() + "\n")
+        self.assertTrue(ctype.startswith("text/plain"))
+        status, _, body = transcribe(self.server.base, JFK, response_format="srt")
+        self.assertRegex(body.decode(), r"^1\n00:00:00,\d{3} --> 00:00:1[01],\d{3}\n" + ".+\n\n$")
+        status, ctype, body = transcribe(self.server.base, JFK, response_format="vtt")
+        self.assertTrue(body.decode().startswith("WEBVTT\n\n00:00:00."))
+        self.assertTrue(ctype.startswith("text/vtt"))
+
+    def assert_error(self, result, code):
+        status, ctype, body = result
+        self.assertEqual(status, code, body)
+        self.assertEqual(ctype, "application/json")
+        err = json.loads(body)["error"]
+        self.assertTrue(err["message"])
+        self.assertIn("type", err)
+
+    def test_error_codes(self):
+        base = self.server.base
+        body, ctype = multipart({"model": "x"}, {})
+        self.assert_error(request(base, "/v1/audio/transcriptions", body, ctype), 400)           # no file
+        self.assert_error(transcribe(base, b"RIFF....not really audio" * 50), 400)               # undecodable
+        self.assert_error(transcribe(base, b""), 400)                                            # empty upload
+        self.assert_error(transcribe(base, JFK, response_format="docx"), 400)                    # bad format
+        self.assert_error(transcribe(base, os.urandom(3 * 1024 * 1024)), 413)                    # over 2 MiB
+        self.assert_error(request(base, "/v1/audio/transcriptions", b'{"file": 1}', "application/json"), 415)
+        self.assert_error(request(base, "/v1/nothing"), 404)
+        self.assertEqual(request(base, "/health")[0], 200)
+
+    def test_load_run(self):
+        """64 requests from 8 concurrent clients, every 4th one malformed: zero failed good requests."""
+        base = self.server.base
+        flac = (AUDIO / "jfk_0p7s.flac").read_bytes()
+        short = (FIXTURE / "audio" / "jfk_0p7s.wav").read_bytes()
+
+        def one(i):
+            if i % 4 == 3:
+                return "bad", transcribe(base, b"\x00garbage" * (i + 10))[0]
+            return "good", transcribe(base, flac if i % 2 else short, "c.flac" if i % 2 else "c.wav")[0]
+
+        t0 = time.time()
+        with cf.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(one, range(64)))
+        elapsed = time.time() - t0
+        good = [s for kind, s in results if kind == "good"]
+        bad = [s for kind, s in results if kind == "bad"]
+        self.assertEqual(good, [200] * 48)
+        self.assertEqual(bad, [400] * 16)
+        self.assertEqual(request(base, "/health")[0], 200)
+        print(f"\nload run: 64 requests (48 good, 16 malformed) from 8 clients in {elapsed:.2f} s = "
+              f"{64 / elapsed:.1f} requests/s", file=sys.stderr)
+
+
+class QueueLimit(unittest.TestCase):
+    def test_full_queue_answers_503(self):
+        server = Server("--parallel", "1", "--queue", "1", "--max-new-tokens", "256", "--threads", "1")
+        try:
+            with cf.ThreadPoolExecutor(6) as pool:
+                codes = list(pool.map(lambda _: transcribe(server.base, JFK)[0], range(6)))
+            self.assertIn(503, codes)
+            self.assertIn(200, codes)
+            self.assertEqual(set(codes), {200, 503})
+            self.assertEqual(request(server.base, "/health")[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_client_disconnect_aborts_the_run(self):
+        import socket
+        server = Server("--parallel", "1", "--queue", "4", "--max-new-tokens", "800", "--threads", "1")
+        try:
+            host, port = server.base.split("//")[1].split(":")
+            body, ctype = multipart({}, {"file": ("a.wav", JFK)})
+            s = socket.create_connection((host, int(port)))
+            s.sendall((f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            time.sleep(0.3)
+            s.close()  # mid-run: the 800-token budget keeps the only session busy far longer than this
+            status, _, _ = transcribe(server.base, (FIXTURE / "audio" / "jfk_0p7s.wav").read_bytes())
+            self.assertEqual(status, 200)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # Had the run gone on, it would have finished before the shutdown and counted as a transcription.
+        self.assertIn("stopped after 1 transcriptions (1 aborted by clients)", server.last_words)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
