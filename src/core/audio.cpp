@@ -47,14 +47,26 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: invalid audio header (%d channels, %d Hz)", what.c_str(), info.channels,
              info.samplerate);
     }
-    std::vector<float> interleaved;
+    // Downmix while reading, into a buffer sized from the header when it is plausible: long recordings
+    // then cost one mono copy at the file's rate, not an interleaved one grown by doubling.
+    std::vector<float> mono;
+    if (info.frames > 0 && info.frames < sf_count_t(6) * 3600 * info.samplerate) {
+        mono.reserve(size_t(info.frames));
+    }
     std::vector<float> chunk(size_t(4096) * size_t(info.channels));
     for (;;) {
         const sf_count_t got = sf_readf_float(sf, chunk.data(), 4096);
         if (got <= 0) {
             break;
         }
-        interleaved.insert(interleaved.end(), chunk.begin(), chunk.begin() + got * info.channels);
+        audio_check_finite(chunk.data(), size_t(got) * size_t(info.channels), what.c_str());
+        for (sf_count_t i = 0; i < got; ++i) {
+            double sum = 0.0;
+            for (int c = 0; c < info.channels; ++c) {
+                sum += chunk[size_t(i) * size_t(info.channels) + size_t(c)];
+            }
+            mono.push_back(float(sum / info.channels));
+        }
     }
     const int err = sf_error(sf);
     std::string msg = err ? sf_strerror(sf) : "";
@@ -62,12 +74,13 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
     if (err) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: decode error: %s", what.c_str(), msg.c_str());
     }
-    const size_t n_frames = interleaved.size() / size_t(info.channels);
-    if (n_frames == 0) {
+    if (mono.empty()) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: no audio samples", what.c_str());
     }
-    audio_check_finite(interleaved.data(), interleaved.size(), what.c_str());
-    return audio_to_mono(interleaved.data(), n_frames, info.samplerate, info.channels, target_rate);
+    if (info.samplerate == target_rate) {
+        return mono;
+    }
+    return audio_to_mono(mono.data(), mono.size(), info.samplerate, 1, target_rate);
 }
 
 } // namespace
