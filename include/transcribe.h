@@ -156,6 +156,7 @@ typedef struct transcribe_run_params {
     bool         timestamps;     /* per-segment times */
     int          chunk_ms;       /* audio longer than this is cut into pieces at pauses, each one a segment;
                                     <= 0: the model's window (40 s for Canary-Qwen) */
+    bool         ignore_eos;     /* decode exactly max_new_tokens (benchmarks); not truncation */
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

@@ -106,6 +106,7 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.options.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
     r.options.language       = p->language ? p->language : "";
     r.chunk_ms               = p->chunk_ms;
+    r.options.ignore_eos     = p->ignore_eos;
     return r;
 }
 
@@ -370,6 +371,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.max_new_tokens = 256;
     p.timestamps     = true;
     p.chunk_ms       = 0;
+    p.ignore_eos     = false;
     return p;
 }
 

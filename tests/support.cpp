@@ -2,6 +2,8 @@
 
 #include "core/audio.h"
 
+#include "ggml-backend.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,6 +47,48 @@ float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b) {
         m = std::isnan(d) ? INFINITY : std::max(m, d);
     }
     return m;
+}
+
+std::vector<float> golden_margins(const std::string & clip) {
+    std::ifstream f(fixture("golden/" + clip + "/top2_margin.json"));
+    return nlohmann::json::parse(f).get<std::vector<float>>();
+}
+
+std::unique_ptr<transcribe::Model> load(const std::string & model_name) {
+    return transcribe::load_model(model(model_name), true, ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+}
+
+ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type kv, const std::string & dump_dir) {
+    transcribe::SessionOptions so;
+    so.n_threads = 2;
+    so.kv_type   = kv;
+    auto session = m.new_session(so);
+    const auto ids = golden_ids(clip);
+    ForcedRun r;
+    transcribe::RunOptions ro;
+    ro.max_new_tokens = int(ids.size());
+    ro.ignore_eos     = true;
+    ro.force_tokens   = &ids;
+    ro.step_logits    = &r.step_logits;
+    if (!dump_dir.empty()) {
+        setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
+    }
+    const auto pcm = read_wav_16k(clip);
+    r.transcript = session->run(pcm.data(), pcm.size(), ro);
+    unsetenv("TRANSCRIBE_DUMP_DIR");
+    return r;
+}
+
+std::vector<int32_t> greedy(transcribe::Model & m, const std::string & clip, ggml_type kv) {
+    transcribe::SessionOptions so;
+    so.n_threads = 2;
+    so.kv_type   = kv;
+    auto session = m.new_session(so);
+    transcribe::RunOptions ro;
+    ro.max_new_tokens = 16;
+    ro.ignore_eos     = true;
+    const auto pcm = read_wav_16k(clip);
+    return session->run(pcm.data(), pcm.size(), ro).tokens;
 }
 
 } // namespace test

@@ -1,6 +1,7 @@
 // Shared helpers for the tests: fixture paths, golden loading, tolerances from MANIFEST.json.
 #pragma once
 
+#include "core/family.h"
 #include "core/npy.h"
 
 #include <nlohmann/json.hpp>
@@ -20,5 +21,18 @@ transcribe::NpyArray golden(const std::string & clip, const std::string & file);
 std::vector<int32_t> golden_ids(const std::string & clip);
 std::vector<float> read_wav_16k(const std::string & clip); // the fixture clip through our decoder
 float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b);
+std::vector<float> golden_margins(const std::string & clip); // top-1 minus top-2 logit per step
+
+std::unique_ptr<transcribe::Model> load(const std::string & model_name); // CPU
+
+struct ForcedRun {
+    transcribe::Transcript          transcript;
+    std::vector<std::vector<float>> step_logits; // one per generated position
+};
+// Teacher-forced on the golden ids: each step's logits are those the reference computed. With a dump
+// directory, the run also writes its TRANSCRIBE_DUMP_DIR files there.
+ForcedRun forced_run(transcribe::Model & model, const std::string & clip, ggml_type kv, const std::string & dump_dir = "");
+// 16 free-running greedy ids (no stop at EOS, like the goldens).
+std::vector<int32_t> greedy(transcribe::Model & model, const std::string & clip, ggml_type kv);
 
 } // namespace test

@@ -13,50 +13,12 @@
 
 using namespace transcribe;
 
+using test::ForcedRun;
+using test::forced_run;
+using test::greedy;
+using test::load;
+
 namespace {
-
-std::unique_ptr<Model> load(const std::string & name) {
-    return load_model(test::model(name), true, ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
-}
-
-struct ForcedRun {
-    Transcript                      transcript;
-    std::vector<std::vector<float>> step_logits; // 16 steps
-};
-
-// Teacher-forced on the golden ids: each step's logits are those the reference computed.
-ForcedRun forced_run(Model & model, const std::string & clip, ggml_type kv, const std::string & dump_dir = "") {
-    SessionOptions so;
-    so.n_threads = 2;
-    so.kv_type   = kv;
-    auto session = model.new_session(so);
-    const auto ids = test::golden_ids(clip);
-    ForcedRun r;
-    RunOptions ro;
-    ro.max_new_tokens = int(ids.size());
-    ro.ignore_eos     = true;
-    ro.force_tokens   = &ids;
-    ro.step_logits    = &r.step_logits;
-    if (!dump_dir.empty()) {
-        setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
-    }
-    const auto pcm = test::read_wav_16k(clip);
-    r.transcript = session->run(pcm.data(), pcm.size(), ro);
-    unsetenv("TRANSCRIBE_DUMP_DIR");
-    return r;
-}
-
-std::vector<int32_t> greedy(Model & model, const std::string & clip, ggml_type kv) {
-    SessionOptions so;
-    so.n_threads = 2;
-    so.kv_type   = kv;
-    auto session = model.new_session(so);
-    RunOptions ro;
-    ro.max_new_tokens = 16;
-    ro.ignore_eos     = true; // the goldens are 16 steps with no stop at EOS
-    const auto pcm = test::read_wav_16k(clip);
-    return session->run(pcm.data(), pcm.size(), ro).tokens;
-}
 
 class CanaryQwenGolden : public ::testing::TestWithParam<const char *> {
 protected:

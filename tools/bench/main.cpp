@@ -1,0 +1,150 @@
+// transcribe-bench: load, mel, encoder, prefill and decode timings of one model on one audio file.
+#include "transcribe.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Stat {
+    double median = 0, min = 0, max = 0;
+};
+
+Stat stat_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    Stat s;
+    if (v.empty()) {
+        return s;
+    }
+    s.min    = v.front();
+    s.max    = v.back();
+    s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    return s;
+}
+
+double peak_rss_mb() {
+    rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_maxrss) / 1024.0;
+}
+
+int die(const std::string & what) {
+    std::fprintf(stderr, "transcribe-bench: error: %s: %s\n", what.c_str(), transcribe_last_error());
+    return 1;
+}
+
+void quiet(transcribe_log_level level, const char * msg, void *) {
+    if (level >= TRANSCRIBE_LOG_ERROR) {
+        std::fprintf(stderr, "transcribe-bench: %s\n", msg);
+    }
+}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    CLI::App app {"transcribe-bench: timings of one model on one audio file"};
+    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16";
+    int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256;
+    bool as_json = false;
+    app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
+    app.add_option("-f,--file", audio_path, "audio file")->required();
+    app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+    app.add_option("--runs", runs, "timed runs")->check(CLI::PositiveNumber);
+    app.add_option("--fixed-new-tokens", fixed_new_tokens, "decode exactly N tokens, ignoring end of generation")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--max-new-tokens", max_new_tokens, "token budget when not fixed")->check(CLI::PositiveNumber);
+    app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
+    app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+    app.add_flag("--json", as_json, "print one JSON object with the medians");
+    CLI11_PARSE(app, argc, argv);
+    transcribe_log_set(quiet, nullptr);
+
+    transcribe_load_params lp = transcribe_load_params_init();
+    if (transcribe_backend_from_name(backend_name.c_str(), &lp.backend) != TRANSCRIBE_OK) {
+        return die("--backend");
+    }
+    transcribe_model * model = nullptr;
+    if (transcribe_model_load(model_path.c_str(), &lp, &model) != TRANSCRIBE_OK) {
+        return die("loading " + model_path);
+    }
+    transcribe_model_info info;
+    transcribe_model_get_info(model, &info);
+    transcribe_audio audio {};
+    if (transcribe_audio_load(audio_path.c_str(), info.sample_rate, &audio) != TRANSCRIBE_OK) {
+        return die("reading " + audio_path);
+    }
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_threads = threads;
+    sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
+    transcribe_session * session = nullptr;
+    if (transcribe_session_create(model, &sp, &session) != TRANSCRIBE_OK) {
+        return die("creating a session");
+    }
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = fixed_new_tokens > 0 ? fixed_new_tokens : max_new_tokens;
+    rp.ignore_eos     = fixed_new_tokens > 0;
+
+    std::vector<double> mel, enc, pre, dec, pre_tps, dec_tps, total;
+    int n_prefill = 0, n_decode = 0;
+    for (int i = 0; i < warmup + runs; ++i) {
+        transcribe_result * r = nullptr;
+        const transcribe_status st = transcribe_run(session, audio.samples, audio.n_samples, &rp, &r);
+        transcribe_result_free(r);
+        if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            return die("run");
+        }
+        if (i < warmup) {
+            continue;
+        }
+        transcribe_timings t;
+        transcribe_session_get_timings(session, &t);
+        mel.push_back(t.mel_ms);
+        enc.push_back(t.encode_ms);
+        pre.push_back(t.prefill_ms);
+        dec.push_back(t.decode_ms);
+        pre_tps.push_back(t.prefill_ms > 0 ? 1000.0 * t.n_prefill_tokens / t.prefill_ms : 0);
+        dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
+        total.push_back(t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
+        n_prefill = t.n_prefill_tokens;
+        n_decode  = t.n_decode_tokens;
+    }
+    const double audio_s = double(audio.n_samples) / info.sample_rate;
+    const Stat sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
+    const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps);
+    const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
+    const double rss  = peak_rss_mb();
+    if (as_json) {
+        nlohmann::ordered_json j = {{"model", info.name}, {"backend", info.backend}, {"threads", threads},
+                                    {"audio_s", audio_s}, {"runs", runs}, {"prefill_tokens", n_prefill},
+                                    {"decode_tokens", n_decode}, {"load_ms", info.load_ms}, {"mel_ms", sm.median},
+                                    {"encoder_ms", se.median}, {"prefill_ms", sp_.median}, {"decode_ms", sd.median},
+                                    {"prefill_tokens_per_s", spt.median}, {"decode_tokens_per_s", sdt.median},
+                                    {"x_realtime", x_rt}, {"peak_rss_mb", rss}};
+        std::printf("%s\n", j.dump().c_str());
+    } else {
+        std::printf("model %s on %s, %s (%.2f s of audio), %d runs after %d warm-up\n", info.name, info.backend,
+                    audio_path.c_str(), audio_s, runs, warmup);
+        std::printf("load      %9.1f ms\n", info.load_ms);
+        std::printf("%-9s %9s %9s %9s\n", "stage", "median", "min", "max");
+        const std::pair<const char *, Stat> rows[] = {{"mel", sm}, {"encoder", se}, {"prefill", sp_}, {"decode", sd}, {"total", stot}};
+        for (const auto & [name, s] : rows) {
+            std::printf("%-9s %9.1f %9.1f %9.1f ms\n", name, s.median, s.min, s.max);
+        }
+        std::printf("prefill   %9.1f tokens/s (%d tokens)\n", spt.median, n_prefill);
+        std::printf("decode    %9.1f tokens/s (%d steps)\n", sdt.median, n_decode);
+        std::printf("speed     %9.2f x real time (audio seconds / processing seconds)\n", x_rt);
+        std::printf("peak RSS  %9.1f MB\n", rss);
+    }
+    transcribe_session_free(session);
+    transcribe_audio_free(&audio);
+    transcribe_model_free(model);
+    return 0;
+}
