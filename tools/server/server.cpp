@@ -1,0 +1,144 @@
+#include "server.h"
+
+#include "../common/formats.h"
+#include "connection_watch.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace transcribe_tools;
+using json = nlohmann::ordered_json;
+
+namespace transcribe_server {
+
+namespace {
+
+void send_error(httplib::Response & res, int status, const std::string & message, const char * param = nullptr) {
+    const char * type = status >= 500 ? (status == 503 ? "server_busy" : "server_error") : "invalid_request_error";
+    json err = {{"message", message}, {"type", type}, {"param", param ? json(param) : json(nullptr)}, {"code", status}};
+    res.status = status;
+    res.set_content(json({{"error", err}}).dump(), "application/json");
+}
+
+std::string form_field(const httplib::Request & req, const char * name, const std::string & fallback) {
+    return req.has_file(name) ? req.get_file_value(name).content : fallback;
+}
+
+void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res) {
+    if (!req.is_multipart_form_data()) {
+        send_error(res, 415, "Content-Type must be multipart/form-data (got '" + req.get_header_value("Content-Type") + "')");
+        return;
+    }
+    if (!req.has_file("file")) {
+        send_error(res, 400, "missing form field 'file'", "file");
+        return;
+    }
+    const std::string format_name = form_field(req, "response_format", "json");
+    const bool verbose = format_name == "verbose_json";
+    Format format = Format::Json;
+    if (!verbose && format_name != "text" && !parse_format(format_name, &format)) {
+        send_error(res, 400, "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json)",
+                   "response_format");
+        return;
+    }
+    const std::string language = form_field(req, "language", "");
+    // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
+
+    const std::string & bytes = req.get_file_value("file").content;
+    transcribe_audio audio {};
+    if (transcribe_audio_load_memory(bytes.data(), bytes.size(), st.info.sample_rate, &audio) != TRANSCRIBE_OK) {
+        send_error(res, 400, std::string("could not decode the uploaded audio: ") + transcribe_last_error(), "file");
+        return;
+    }
+    SessionPool::Lease lease = st.pool->acquire();
+    if (!lease) {
+        transcribe_audio_free(&audio);
+        send_error(res, 503, "server busy: too many requests are waiting, retry later");
+        return;
+    }
+    ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_port);
+    lease.set_abort_check([&watch] { return watch.closed(); });
+
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = st.max_new_tokens;
+    rp.language       = language.empty() ? nullptr : language.c_str();
+    transcribe_result * result = nullptr;
+    const transcribe_status status = transcribe_run(lease.session(), audio.samples, audio.n_samples, &rp, &result);
+    const double duration = double(audio.n_samples) / st.info.sample_rate;
+    transcribe_audio_free(&audio);
+    if (status == TRANSCRIBE_ERR_ABORTED) {
+        ++st.aborted;
+    }
+    if (status != TRANSCRIBE_OK && status != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        const std::string why = transcribe_last_error();
+        const bool client_side = status == TRANSCRIBE_ERR_INVALID_ARG || status == TRANSCRIBE_ERR_AUDIO_DECODE ||
+                                 status == TRANSCRIBE_ERR_INPUT_TOO_LONG || status == TRANSCRIBE_ERR_ABORTED;
+        send_error(res, client_side ? 400 : 500, std::string(transcribe_status_string(status)) + ": " + why);
+        return;
+    }
+    const Output out = output_from_result(result);
+    transcribe_result_free(result);
+    ++st.served;
+    if (verbose) {
+        json segs = json::array();
+        for (size_t i = 0; i < out.segments.size(); ++i) {
+            const OutputSegment & s = out.segments[i];
+            segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", s.text},
+                            {"tokens", s.tokens}, {"truncated", s.truncated}});
+        }
+        json j = {{"task", "transcribe"},
+                  {"language", language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : language},
+                  {"duration", duration}, {"text", out.text}, {"segments", segs}};
+        res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    } else if (format_name == "text") {
+        res.set_content(render(out, Format::Txt, nullptr, st.info.name), "text/plain; charset=utf-8");
+    } else if (format == Format::Srt) {
+        res.set_content(render(out, Format::Srt, nullptr, st.info.name), "application/x-subrip; charset=utf-8");
+    } else if (format == Format::Vtt) {
+        res.set_content(render(out, Format::Vtt, nullptr, st.info.name), "text/vtt; charset=utf-8");
+    } else {
+        res.set_content(json({{"text", out.text}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    }
+}
+
+} // namespace
+
+void install_routes(httplib::Server & server, ServerState & state) {
+    server.set_payload_max_length(state.max_upload_bytes);
+    const size_t limit_mib = state.max_upload_bytes >> 20;
+    server.set_error_handler([limit_mib](const httplib::Request &, httplib::Response & res) {
+        if (!res.body.empty()) {
+            return;
+        }
+        if (res.status == 413) {
+            send_error(res, 413, "upload larger than " + std::to_string(limit_mib) + " MiB");
+        } else if (res.status == 404) {
+            send_error(res, 404, "no such endpoint");
+        } else {
+            send_error(res, res.status, "request failed with HTTP status " + std::to_string(res.status));
+        }
+    });
+    server.set_exception_handler([](const httplib::Request &, httplib::Response & res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception & e) {
+            what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        send_error(res, 500, what);
+    });
+    server.Get("/health", [](const httplib::Request &, httplib::Response & res) {
+        res.set_content(R"({"status":"ok"})", "application/json");
+    });
+    server.Get("/v1/models", [&state](const httplib::Request &, httplib::Response & res) {
+        json j = {{"object", "list"},
+                  {"data", json::array({{{"id", state.info.name}, {"object", "model"}, {"owned_by", "transcribe"},
+                                         {"architecture", state.info.architecture}}})}};
+        res.set_content(j.dump(), "application/json");
+    });
+    server.Post("/v1/audio/transcriptions",
+             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res); });
+
+}
+
+} // namespace transcribe_server

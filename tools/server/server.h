@@ -1,0 +1,28 @@
+// The HTTP routes of transcribe-server: OpenAI's /v1/audio/transcriptions, /v1/models, /health.
+#pragma once
+
+#include "transcribe.h"
+
+#include "session_pool.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <memory>
+
+namespace transcribe_server {
+
+struct ServerState {
+    transcribe_model *           model = nullptr;
+    transcribe_model_info        info {};
+    std::unique_ptr<SessionPool> pool;
+    int                          max_new_tokens = 256;
+    size_t                       max_upload_bytes = 64u << 20;
+    std::atomic<long>            served {0};
+    std::atomic<long>            aborted {0}; // runs stopped because the client went away
+};
+
+// Routes, error handlers (OpenAI's error shape) and the upload limit.
+void install_routes(httplib::Server & server, ServerState & state);
+
+} // namespace transcribe_server
