@@ -71,7 +71,9 @@ typedef enum transcribe_backend {
 typedef struct transcribe_load_params {
     transcribe_backend backend;
     int  device;   /* device index within the backend */
-    bool use_mmap; /* map the file instead of reading it (weights stay in the page cache on CPU) */
+    bool use_mmap; /* CPU: use the weights straight from the mapped file (zero-copy, shared through the page
+                      cache) instead of reading them into private huge-page memory (default: false; the
+                      private copy streams faster, markedly so on virtual machines) */
 } transcribe_load_params;
 
 TRANSCRIBE_API transcribe_load_params transcribe_load_params_init(void);

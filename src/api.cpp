@@ -170,7 +170,7 @@ transcribe_load_params transcribe_load_params_init(void) {
     transcribe_load_params p;
     p.backend  = TRANSCRIBE_BACKEND_AUTO;
     p.device   = 0;
-    p.use_mmap = true;
+    p.use_mmap = false;
     return p;
 }
 

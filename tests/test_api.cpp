@@ -188,6 +188,28 @@ TEST_F(Api, Progress_is_monotone_and_reaches_one) {
     transcribe_session_free(s);
 }
 
+TEST_F(Api, Weights_used_from_the_mapped_file_give_the_same_result) {
+    transcribe_load_params lp = transcribe_load_params_init();
+    lp.backend  = TRANSCRIBE_BACKEND_CPU;
+    lp.use_mmap = true; // the suite's default is the private copy
+    transcribe_model * m = nullptr;
+    ASSERT_EQ(transcribe_model_load(test::model("canary-qwen-tiny-f32.gguf").c_str(), &lp, &m), TRANSCRIBE_OK);
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_threads = 2;
+    sp.kv_type   = TRANSCRIBE_KV_F32;
+    transcribe_session * s = nullptr;
+    ASSERT_EQ(transcribe_session_create(m, &sp, &s), TRANSCRIBE_OK);
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 16;
+    transcribe_result * r = nullptr;
+    transcribe_run(s, audio_[2].data(), audio_[2].size(), &rp, &r);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(tokens(r), test::golden_ids("jfk_div8"));
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+    transcribe_model_free(m);
+}
+
 TEST_F(Api, Timings_are_filled) {
     transcribe_session * s = session();
     transcribe_run_params rp = transcribe_run_params_init();

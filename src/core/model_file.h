@@ -8,6 +8,7 @@
 #include "gguf.h"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -55,7 +56,7 @@ public:
 
 private:
     int64_t key_id(const std::string & key, gguf_type type) const;
-    const uint8_t * tensor_bytes(const ggml_tensor * t) const;
+    void    read_into_private_memory();
 
     std::string             path_;
     bool                    use_mmap_;
@@ -63,7 +64,7 @@ private:
     gguf_context *          gguf_      = nullptr;
     ggml_context *          meta_      = nullptr;
     std::unique_ptr<MappedFile> map_;
-    std::vector<uint8_t>    data_;       // tensor data when not memory-mapped
+    std::unique_ptr<void, std::function<void(void *)>> private_; // weights read into anonymous memory
     ggml_backend_buffer_t   buffer_ = nullptr;
 };
 
