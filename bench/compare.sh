@@ -53,9 +53,9 @@ done
 if $py -c "import torch" 2>/dev/null; then
     echo "PyTorch $($py -c 'import torch; print(torch.__version__)'), $threads threads:"
     $py "$root/bench/torch_reference.py" lm --threads "$threads" --prompt "$prompt" --new "$new" --dtype bf16
-    for dt in bf16 f32; do
-        $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype "$dt" \
-            --samples "$($py -c "import wave; print(wave.open('$audio').getnframes())")"
-    done
+    samples="$($py -c "import wave; print(wave.open('$audio').getnframes())")"
+    $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype bf16 --samples "$samples" --runs 3
+    $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype f32 --samples "$samples" --runs 1
+    echo "ours (encoder_ms is mel + encoder + projection):"
     "$bin/transcribe-bench" -m "$model" -f "$audio" --threads "$threads" --runs 3 --fixed-new-tokens 2 --json
 fi

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -83,10 +84,12 @@ TEST_P(CanaryQwenGolden, Teacher_forced_step_logits_match) {
 }
 
 // An F16 KV cache is the default for speed; bound how far it moves the logits from the F32 cache.
-// Measured on the fixture: at most 0.31 (tone_noise_3s) on logits of magnitude ~120, whose sharpened
-// q/k norms and x6 final norm amplify rounding; the greedy ids stay identical.
+// Measured on the fixture: at most 0.95 (jfk; 0.22-0.37 on the others) on logits of magnitude ~120,
+// whose sharpened q/k norms and x6 final norm amplify rounding. With an F16 cache, ggml's CPU flash
+// attention also rounds Q to F16 and accumulates V in F16 (without flash attention the drift was 0.31,
+// at ~15% lower decode speed on Q8_0). The greedy ids stay identical.
 TEST_P(CanaryQwenGolden, F16_kv_cache_stays_within_bound_of_f32) {
-    constexpr float kBound = 0.5f;
+    constexpr float kBound = 1.5f;
     const std::string clip = GetParam();
     const ForcedRun a = forced_run(*f32_, clip, GGML_TYPE_F32), b = forced_run(*f32_, clip, GGML_TYPE_F16);
     float worst = 0;
@@ -94,6 +97,7 @@ TEST_P(CanaryQwenGolden, F16_kv_cache_stays_within_bound_of_f32) {
         worst = std::max(worst, test::max_abs_diff(a.step_logits[s], b.step_logits[s]));
     }
     EXPECT_LE(worst, kBound) << clip;
+    std::printf("%s: F16 KV cache moves the step logits by at most %.3f\n", clip.c_str(), worst);
     EXPECT_GT(worst, 0.0f) << clip << ": the F16 cache was not used";
     EXPECT_EQ(greedy(*f32_, clip, GGML_TYPE_F16), test::golden_ids(clip)) << clip;
 }

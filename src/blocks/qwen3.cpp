@@ -12,6 +12,8 @@ namespace transcribe {
 namespace {
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 constexpr int KV_PAD = 256; // decode graphs exist per multiple of this many cache rows
+const ggml_fp16_t kMaskOpen   = ggml_fp32_to_fp16(0.0f);
+const ggml_fp16_t kMaskClosed = ggml_fp32_to_fp16(-INFINITY);
 } // namespace
 
 Qwen3HParams Qwen3HParams::from_file(const ModelFile & f) {
@@ -79,14 +81,14 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * v_all = ggml_set_rows(ctx, v_cache[il], v, kv_idx);
         ggml_build_forward_expand(gf, k_all);
         ggml_build_forward_expand(gf, v_all);
-        const size_t  es  = ggml_element_size(k_cache[il]);
-        ggml_tensor * kv  = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
-        ggml_tensor * vv  = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
-        ggml_tensor * kq  = ggml_mul_mat(ctx, ggml_permute(ctx, kv, 0, 2, 1, 3), ggml_permute(ctx, q, 0, 2, 1, 3)); // [n_kv, T, nh]
-        kq = ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
-        ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, vv, 1, 2, 0, 3)); // [n_kv, hd, nkv]
-        ggml_tensor * o   = ggml_mul_mat(ctx, v_t, kq);                        // [hd, T, nh]
-        o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                  // [hd, nh, T]
+        const size_t  es = ggml_element_size(k_cache[il]);
+        ggml_tensor * kv = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
+        ggml_tensor * vv = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
+        // Flash attention reads K and V where they lie in the cache (no transposed copy of V per step)
+        // and keeps the softmax in F32.
+        ggml_tensor * o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
+                                              ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
+        ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32); // [hd, nh, T]
         x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.o, ggml_reshape_2d(ctx, o, hd * nh, T)));
 
         ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
@@ -152,7 +154,7 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
         g->output(x, "input_embd");
         ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, T);
         ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, T);
-        ggml_tensor * mask   = g->input("mask", GGML_TYPE_F32, T, T);
+        ggml_tensor * mask   = g->input("mask", GGML_TYPE_F16, T, T);
         ggml_tensor * h = lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, T);
         h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], size_t(T - 1) * h->nb[1]);
         ggml_tensor * lg = lm_.logits(ctx, h);
@@ -173,12 +175,12 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
         }
         std::vector<int32_t> pos(static_cast<size_t>(T));
         std::vector<int64_t> idx(static_cast<size_t>(T));
-        std::vector<float>   mask(size_t(T) * size_t(T));
+        std::vector<ggml_fp16_t> mask(size_t(T) * size_t(T));
         for (int i = 0; i < T; ++i) {
             pos[size_t(i)] = i;
             idx[size_t(i)] = i;
             for (int j = 0; j < T; ++j) {
-                mask[size_t(i) * size_t(T) + size_t(j)] = j <= i ? 0.0f : -std::numeric_limits<float>::infinity();
+                mask[size_t(i) * size_t(T) + size_t(j)] = j <= i ? kMaskOpen : kMaskClosed;
             }
         }
         tensor_set(g.get("pos"), pos);
@@ -206,7 +208,7 @@ Graph & Qwen3Decoder::decode_graph(int n_kv) {
     ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, 1));
     ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, 1);
     ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, 1);
-    ggml_tensor * mask   = g->input("mask", GGML_TYPE_F32, n_kv, 1);
+    ggml_tensor * mask   = g->input("mask", GGML_TYPE_F16, n_kv, 1);
     ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, n_kv));
     g->output(lg, "logits");
     g->output(ggml_argmax(ctx, lg), "argmax");
@@ -226,7 +228,7 @@ int32_t Qwen3Decoder::step(int32_t token, std::vector<float> * logits) {
         const int64_t idx = pos;
         step_mask_.resize(size_t(n_kv)); // reused: nothing is allocated per token once the size is reached
         for (int j = 0; j < n_kv; ++j) {
-            step_mask_[size_t(j)] = j <= pos ? 0.0f : -std::numeric_limits<float>::infinity();
+            step_mask_[size_t(j)] = j <= pos ? kMaskOpen : kMaskClosed;
         }
         tensor_set(g.get("token"), &token, sizeof(token));
         tensor_set(g.get("pos"), &pos, sizeof(pos));

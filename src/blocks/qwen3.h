@@ -88,7 +88,7 @@ private:
     std::vector<ggml_tensor *> k_cache_, v_cache_;
     std::map<std::string, std::unique_ptr<Graph>> prefill_graphs_;
     std::map<int, std::unique_ptr<Graph>>         decode_graphs_;
-    std::vector<float>                            step_mask_;
+    std::vector<ggml_fp16_t>                      step_mask_;
 };
 
 } // namespace transcribe

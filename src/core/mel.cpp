@@ -2,6 +2,7 @@
 
 #include "error.h"
 #include "model_file.h"
+#include "parallel.h"
 
 #include <fftw3.h>
 
@@ -9,7 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <thread>
+#include <new>
 
 namespace transcribe {
 
@@ -86,9 +87,14 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
 
     std::vector<float> logmel(size_t(n_mels) * size_t(n_frames));
     auto worker = [&](int t0, int t1) {
+        std::vector<double> power(static_cast<size_t>(n_bins));
         double *       in    = fftw_alloc_real(size_t(n_fft));
         fftw_complex * spec  = fftw_alloc_complex(size_t(n_bins));
-        std::vector<double> power(static_cast<size_t>(n_bins));
+        if (!in || !spec) {
+            fftw_free(in);
+            fftw_free(spec);
+            throw std::bad_alloc();
+        }
         for (int t = t0; t < t1; ++t) {
             const double * frame = padded.data() + size_t(t) * size_t(hop);
             for (int j = 0; j < n_fft; ++j) {
@@ -111,14 +117,7 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
         fftw_free(spec);
     };
     const int n_workers = std::max(1, std::min(n_threads, n_frames / 64 + 1));
-    std::vector<std::thread> threads;
-    for (int w = 1; w < n_workers; ++w) {
-        threads.emplace_back(worker, n_frames * w / n_workers, n_frames * (w + 1) / n_workers);
-    }
-    worker(0, n_frames / n_workers);
-    for (auto & th : threads) {
-        th.join();
-    }
+    parallel_for(n_workers, [&](int w) { worker(n_frames * w / n_workers, n_frames * (w + 1) / n_workers); });
 
     // Per-feature normalisation over the valid frames (unbiased std), then zero the rest.
     const int L = out.n_valid;

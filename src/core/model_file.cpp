@@ -2,13 +2,13 @@
 
 #include "error.h"
 #include "log.h"
+#include "parallel.h"
 
 #include "ggml-alloc.h"
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
-#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -292,11 +292,10 @@ void ModelFile::read_into_private_memory() {
     const size_t n_readers = std::max<size_t>(1, std::min<size_t>(4, std::thread::hardware_concurrency()));
     const size_t slice = (size / n_readers + huge - 1) / huge * huge;
     std::atomic<size_t> failed_at {SIZE_MAX};
-    std::vector<std::thread> readers;
-    for (size_t r = 0; r < n_readers; ++r) {
-        readers.emplace_back([&, r] {
-            const size_t end = std::min(size, (r + 1) * slice);
-            for (size_t done = std::min(size, r * slice); done < end;) {
+    try {
+        parallel_for(int(n_readers), [&](int r) {
+            const size_t end = std::min(size, (size_t(r) + 1) * slice);
+            for (size_t done = std::min(size, size_t(r) * slice); done < end;) {
                 const ssize_t got = pread(fd, base + done, std::min(end - done, size_t(64) << 20), off_t(data_offset + done));
                 if (got <= 0) {
                     failed_at = data_offset + done;
@@ -305,9 +304,9 @@ void ModelFile::read_into_private_memory() {
                 done += size_t(got);
             }
         });
-    }
-    for (auto & t : readers) {
-        t.join();
+    } catch (...) {
+        close(fd);
+        throw;
     }
     close(fd);
     if (failed_at != SIZE_MAX) {
