@@ -98,9 +98,10 @@ TEST(FaultInjection, Every_entry_point_reports_oom_as_a_status) {
     char buf[128];
     size_t len = 0;
     EXPECT_GT(sweep("transcribe_detokenize", [&] { return transcribe_detokenize(model, ids, n, buf, sizeof buf, &len); }), 0);
+    const std::string wav = test::fixture("audio/jfk_0p7s.wav");
     EXPECT_GT(sweep("transcribe_audio_load", [&] {
         transcribe_audio a {};
-        const transcribe_status st = transcribe_audio_load(test::fixture("audio/jfk_0p7s.wav").c_str(), 22050, &a);
+        const transcribe_status st = transcribe_audio_load(wav.c_str(), 22050, &a);
         transcribe_audio_free(&a);
         return st;
     }), 0);

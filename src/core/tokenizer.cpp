@@ -7,6 +7,7 @@
 
 #include <array>
 #include <climits>
+#include <stdexcept>
 
 namespace transcribe {
 
@@ -47,12 +48,13 @@ uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 std::vector<std::string> Tokenizer::pre_tokenize(const std::string & text) {
     std::vector<uint32_t> cpts;
     for (size_t off = 0; off < text.size();) {
+        uint32_t cpt = 0xFFFD;
         try {
-            cpts.push_back(unicode_cpt_from_utf8(text, off));
-        } catch (const std::exception &) {
-            cpts.push_back(0xFFFD); // invalid UTF-8: treat the byte as a replacement character
-            ++off;
+            cpt = unicode_cpt_from_utf8(text, off);
+        } catch (const std::invalid_argument &) {
+            ++off; // invalid UTF-8: the byte stands as a replacement character
         }
+        cpts.push_back(cpt);
     }
     const size_t n = cpts.size();
     auto at = [&](size_t i) -> uint32_t { return i < n ? cpts[i] : UINT32_MAX; };
@@ -233,7 +235,13 @@ std::string Tokenizer::decode(const std::vector<int32_t> & ids) const {
             continue;
         }
         for (size_t off = 0; off < tok.size();) {
-            const uint32_t cp = unicode_cpt_from_utf8(tok, off);
+            uint32_t cp = 0;
+            try {
+                cp = unicode_cpt_from_utf8(tok, off);
+            } catch (const std::invalid_argument &) { // a malformed vocabulary entry: keep its raw byte
+                bytes += tok[off++];
+                continue;
+            }
             auto it = bm.cpt_to_byte.find(cp);
             if (it != bm.cpt_to_byte.end()) {
                 bytes += char(it->second);
