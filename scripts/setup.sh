@@ -7,7 +7,7 @@ cd "$root"
 
 packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy
           libsndfile1-dev libsoxr-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-          libcpp-httplib-dev curl)
+          libcpp-httplib-dev curl clang libclang-rt-dev bc)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do

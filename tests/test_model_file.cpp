@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <filesystem>
 #include <functional>
 
 namespace {
@@ -217,4 +218,42 @@ TEST_F(BadAudio, Piece_longer_than_the_model_takes) {
     EXPECT_NE(std::string(transcribe_last_error()).find("45.0 s"), std::string::npos) << transcribe_last_error();
     rp.chunk_ms = 500;
     EXPECT_EQ(transcribe_run(session_, pcm.data(), pcm.size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
+}
+
+// Inputs the fuzzers found (tests/fuzz/regressions/model_load): each is refused with a named error.
+TEST_F(BadModel, Fuzz_regressions_are_refused) {
+    const std::string dir = std::string(FUZZ_REGRESSIONS) + "/model_load";
+    int n = 0;
+    for (const auto & entry : std::filesystem::directory_iterator(dir)) {
+        const auto o = load(entry.path().string());
+        EXPECT_EQ(o.status, TRANSCRIBE_ERR_BAD_GGUF) << entry.path() << ": " << o.message;
+        ++n;
+    }
+    EXPECT_GE(n, 2);
+}
+
+TEST_F(BadModel, Header_sizes_are_bounded_before_parsing) {
+    // A tensor whose dimensions multiply past int64: refused by our header check, never parsed.
+    std::string h("GGUF", 4);
+    auto put = [&](const void * p, size_t n) { h.append(static_cast<const char *>(p), n); };
+    const uint32_t version = 3, n_dims = 4;
+    const uint64_t n_tensors = 1, n_kv = 0, name_len = 1;
+    const int64_t ne[4] = {int64_t(1) << 40, int64_t(1) << 40, 2, 2};
+    const int32_t type = 0;
+    const uint64_t offset = 0;
+    put(&version, 4); put(&n_tensors, 8); put(&n_kv, 8); put(&name_len, 8); h += "t"; put(&n_dims, 4);
+    put(ne, sizeof ne); put(&type, 4); put(&offset, 8);
+    h.resize(h.size() + 64, '\0');
+    auto o = load(write_file("huge_dims.gguf", h));
+    EXPECT_EQ(o.status, TRANSCRIBE_ERR_BAD_GGUF);
+    EXPECT_NE(o.message.find("impossible dimension"), std::string::npos) << o.message;
+    // A metadata string claiming more bytes than the file has.
+    std::string k("GGUF", 4);
+    const uint64_t one = 1, none = 0, huge_len = uint64_t(1) << 60;
+    const int32_t t_str = 8;
+    auto put2 = [&](const void * p, size_t n) { k.append(static_cast<const char *>(p), n); };
+    put2(&version, 4); put2(&none, 8); put2(&one, 8); put2(&one, 8); k += "k"; put2(&t_str, 4); put2(&huge_len, 8);
+    o = load(write_file("huge_string.gguf", k));
+    EXPECT_EQ(o.status, TRANSCRIBE_ERR_BAD_GGUF);
+    EXPECT_NE(o.message.find("metadata string of length 1152921504606846976"), std::string::npos) << o.message;
 }

@@ -109,6 +109,7 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type,
     }
     cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, exec.buffer_type());
     if (!cache_buf_) {
+        ggml_free(cache_ctx_); // a throwing constructor runs no destructor
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate the KV cache (%d positions)", n_ctx);
     }
     // Rows past the current position are masked, but must not hold NaNs (0 * NaN = NaN).

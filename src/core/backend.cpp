@@ -83,12 +83,21 @@ ggml_tensor * Graph::get(const char * name) const {
 }
 
 Executor::Executor(ggml_backend_dev_t device, int n_threads) : device_(device) {
-    ggml_backend_t primary = ggml_backend_dev_init(device, nullptr);
+    try {
+        init(n_threads);
+    } catch (...) {
+        release(); // a throwing constructor runs no destructor: free what was made
+        throw;
+    }
+}
+
+void Executor::init(int n_threads) {
+    ggml_backend_t primary = ggml_backend_dev_init(device_, nullptr);
     if (!primary) {
-        fail(TRANSCRIBE_ERR_BACKEND, "cannot initialise backend device %s", ggml_backend_dev_name(device));
+        fail(TRANSCRIBE_ERR_BACKEND, "cannot initialise backend device %s", ggml_backend_dev_name(device_));
     }
     backends_.push_back(primary);
-    if (ggml_backend_dev_type(device) != GGML_BACKEND_DEVICE_TYPE_CPU) {
+    if (ggml_backend_dev_type(device_) != GGML_BACKEND_DEVICE_TYPE_CPU) {
         ggml_backend_t cpu = ggml_backend_dev_init(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), nullptr);
         if (!cpu) {
             fail(TRANSCRIBE_ERR_BACKEND, "cannot initialise the CPU backend");
@@ -106,13 +115,17 @@ Executor::Executor(ggml_backend_dev_t device, int n_threads) : device_(device) {
     }
 }
 
-Executor::~Executor() {
+Executor::~Executor() { release(); }
+
+void Executor::release() {
     if (sched_) {
         ggml_backend_sched_free(sched_);
+        sched_ = nullptr;
     }
     for (ggml_backend_t b : backends_) {
         ggml_backend_free(b);
     }
+    backends_.clear();
 }
 
 void Executor::allocate(Graph & g) {

@@ -60,6 +60,8 @@ public:
     ggml_backend_buffer_type_t buffer_type() const { return ggml_backend_dev_buffer_type(device_); }
 
 private:
+    void init(int n_threads);
+    void release();
     void allocate(Graph & g);
     void run(Graph & g);
 

@@ -1,6 +1,7 @@
 #include "model_file.h"
 
 #include "error.h"
+#include "gguf_check.h"
 #include "log.h"
 #include "parallel.h"
 
@@ -75,9 +76,11 @@ ModelFile::ModelFile(const std::string & path, bool use_mmap) : path_(path), use
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: not a GGUF file (bad magic)", path.c_str());
         }
     }
+    gguf_check_header(path, file_size_);
     gguf_init_params params = {/*no_alloc =*/true, /*ctx =*/&meta_};
     gguf_ = gguf_init_from_file(path.c_str(), params);
     if (!gguf_) {
+        release();
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: corrupt or truncated GGUF header", path.c_str());
     }
     // Every tensor's bytes must lie inside the file: a truncated download fails here, not at compute.
@@ -87,23 +90,30 @@ ModelFile::ModelFile(const std::string & path, bool use_mmap) : path_(path), use
         const size_t off  = gguf_get_tensor_offset(gguf_, i);
         const size_t size = gguf_get_tensor_size(gguf_, i);
         if (data_offset > file_size_ || off > file_size_ - data_offset || size > file_size_ - data_offset - off) {
+            const std::string name = gguf_get_tensor_name(gguf_, i);
+            release(); // a throwing constructor runs no destructor
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: truncated (tensor %s ends past the end of the file)",
-                 path.c_str(), gguf_get_tensor_name(gguf_, i));
+                 path.c_str(), name.c_str());
         }
     }
 }
 
-ModelFile::~ModelFile() {
+void ModelFile::release() {
     if (buffer_) {
         ggml_backend_buffer_free(buffer_);
+        buffer_ = nullptr;
     }
     if (meta_) {
         ggml_free(meta_);
+        meta_ = nullptr;
     }
     if (gguf_) {
         gguf_free(gguf_);
+        gguf_ = nullptr;
     }
 }
+
+ModelFile::~ModelFile() { release(); }
 
 bool ModelFile::has_key(const std::string & key) const { return gguf_find_key(gguf_, key.c_str()) >= 0; }
 

@@ -57,6 +57,7 @@ public:
 private:
     int64_t key_id(const std::string & key, gguf_type type) const;
     void    read_into_private_memory();
+    void    release();
 
     std::string             path_;
     bool                    use_mmap_;
