@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <fstream>
 #include <string>
@@ -164,4 +165,24 @@ TEST(Audio, Bad_inputs_have_named_errors) {
     sf_writef_float(f, v.data(), sf_count_t(v.size()));
     sf_close(f);
     EXPECT_EQ(status_of([&] { audio_decode_file(nan_path, 16000); }), TRANSCRIBE_ERR_AUDIO_DECODE);
+}
+
+// Found by fuzz_audio: a file of one frame at 44.1 kHz resampled to 16 kHz left no sample at all, and
+// the load reported success with an empty buffer.
+TEST(Audio, Too_short_to_resample_is_an_error) {
+    const float one[2] = {0.5f, 0.5f};
+    EXPECT_THROW(audio_to_mono(one, 1, 44100, 2, 16000), Error);
+    const std::string dir = std::string(FUZZ_REGRESSIONS) + "/audio";
+    for (const auto & entry : std::filesystem::directory_iterator(dir)) {
+        std::ifstream f(entry.path(), std::ios::binary);
+        std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        for (int rate : {16000, 8000, 22050, 44100}) {
+            try {
+                const auto pcm = audio_decode_memory(bytes.data(), bytes.size(), rate);
+                EXPECT_FALSE(pcm.empty()) << entry.path();
+            } catch (const Error & e) {
+                EXPECT_EQ(e.status(), TRANSCRIBE_ERR_AUDIO_DECODE) << entry.path();
+            }
+        }
+    }
 }

@@ -152,6 +152,10 @@ std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", sample_rate, target_rate, err);
     }
     out.resize(std::min(done, n_out));
+    if (out.empty()) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: %zu samples at %d Hz are less than one sample at %d Hz", n_frames,
+             sample_rate, target_rate);
+    }
     return out;
 }
 
