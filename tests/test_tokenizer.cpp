@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -132,4 +133,21 @@ TEST(Tokenizer, Invalid_utf8_becomes_replacement_characters) {
     EXPECT_EQ(transcribe::utf8_sanitize("a\xE2\x82z"), "a\xEF\xBF\xBDz");
     EXPECT_EQ(transcribe::utf8_sanitize("\xFF\xC3\xA9"), "\xEF\xBF\xBD\xC3\xA9");
     EXPECT_EQ(transcribe::utf8_sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); // surrogate
+}
+
+// Found by fuzz_tokenizer: a run of stray UTF-8 continuation bytes made encode() throw. Any bytes now
+// encode, and decode back to the same bytes (byte-level BPE is lossless).
+TEST(Tokenizer, Any_bytes_round_trip) {
+    const std::string dir = std::string(FUZZ_REGRESSIONS) + "/tokenizer";
+    std::vector<std::string> inputs = {std::string("\xd0\xbc\xbc\xbc\xbc", 5), std::string("a\xff\xfe b\xc3", 6),
+                                       std::string("\xf4\x90\x80\x80 x", 6), std::string("\xed\xa0\x80", 3)};
+    for (const auto & entry : std::filesystem::directory_iterator(dir)) {
+        std::ifstream f(entry.path(), std::ios::binary);
+        inputs.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    }
+    for (const auto & s : inputs) {
+        const auto ids = qwen2_vocab().encode(s);
+        EXPECT_EQ(qwen2_vocab().decode_bytes(ids), s);
+        EXPECT_EQ(qwen2_vocab().decode(ids), transcribe::utf8_sanitize(s));
+    }
 }

@@ -35,9 +35,11 @@ const ByteMap & byte_map() {
     return m;
 }
 
-bool is_letter(uint32_t c) { return unicode_cpt_flags_from_cpt(c).is_letter; }
-bool is_number(uint32_t c) { return unicode_cpt_flags_from_cpt(c).is_number; }
-bool is_space(uint32_t c) { return unicode_cpt_flags_from_cpt(c).is_whitespace; }
+constexpr uint32_t kRawByteBase = 0x110000; // + byte value: an invalid UTF-8 byte kept as is
+
+bool is_letter(uint32_t c) { return c < kRawByteBase && unicode_cpt_flags_from_cpt(c).is_letter; }
+bool is_number(uint32_t c) { return c < kRawByteBase && unicode_cpt_flags_from_cpt(c).is_number; }
+bool is_space(uint32_t c) { return c < kRawByteBase && unicode_cpt_flags_from_cpt(c).is_whitespace; }
 bool is_newline(uint32_t c) { return c == '\r' || c == '\n'; }
 uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
@@ -46,13 +48,23 @@ uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 std::vector<std::string> Tokenizer::pre_tokenize(const std::string & text) {
+    // Bytes that are not valid UTF-8 become "raw byte" code points past Unicode's range: they split
+    // like punctuation and come back out as the very same byte, so byte-level BPE stays lossless.
     std::vector<uint32_t> cpts;
     for (size_t off = 0; off < text.size();) {
-        uint32_t cpt = 0xFFFD;
+        const size_t start = off;
+        uint32_t cpt = kRawByteBase;
         try {
             cpt = unicode_cpt_from_utf8(text, off);
         } catch (const std::invalid_argument &) {
-            ++off; // invalid UTF-8: the byte stands as a replacement character
+            off = start;
+        }
+        if (off == start || cpt > 0x10FFFF) {
+            for (size_t b = start; b < std::max(off, start + 1); ++b) {
+                cpts.push_back(kRawByteBase + static_cast<unsigned char>(text[b]));
+            }
+            off = std::max(off, start + 1);
+            continue;
         }
         cpts.push_back(cpt);
     }
@@ -125,7 +137,11 @@ std::vector<std::string> Tokenizer::pre_tokenize(const std::string & text) {
         }
         std::string w;
         for (size_t k = pos; k < pos + len; ++k) {
-            w += unicode_cpt_to_utf8(cpts[k]);
+            if (cpts[k] >= kRawByteBase) {
+                w += char(cpts[k] - kRawByteBase);
+            } else {
+                w += unicode_cpt_to_utf8(cpts[k]);
+            }
         }
         words.push_back(std::move(w));
         pos += len;
@@ -222,7 +238,9 @@ std::vector<int32_t> Tokenizer::encode(const std::string & text) const {
     return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t> & ids) const {
+std::string Tokenizer::decode(const std::vector<int32_t> & ids) const { return utf8_sanitize(decode_bytes(ids)); }
+
+std::string Tokenizer::decode_bytes(const std::vector<int32_t> & ids) const {
     const ByteMap & bm = byte_map();
     std::string bytes;
     for (int32_t id : ids) {
@@ -245,12 +263,12 @@ std::string Tokenizer::decode(const std::vector<int32_t> & ids) const {
             auto it = bm.cpt_to_byte.find(cp);
             if (it != bm.cpt_to_byte.end()) {
                 bytes += char(it->second);
-            } else {
+            } else if (cp <= 0x10FFFF) {
                 bytes += unicode_cpt_to_utf8(cp);
             }
         }
     }
-    return utf8_sanitize(bytes);
+    return bytes;
 }
 
 std::string utf8_sanitize(const std::string & s) {

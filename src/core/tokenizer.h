@@ -20,6 +20,8 @@ public:
     // Byte-level decode; ids in drop_ids() are skipped, other added tokens are literal text, invalid
     // UTF-8 becomes U+FFFD (as NeMo / HF decode it).
     std::string decode(const std::vector<int32_t> & ids) const;
+    // The raw bytes before U+FFFD replacement: decode_bytes(encode(s)) == s for any bytes s.
+    std::string decode_bytes(const std::vector<int32_t> & ids) const;
 
     int  n_vocab() const { return int(tokens_.size()); }
     bool is_control(int32_t id) const;
