@@ -140,7 +140,8 @@ TEST(Tokenizer, Invalid_utf8_becomes_replacement_characters) {
 TEST(Tokenizer, Any_bytes_round_trip) {
     const std::string dir = std::string(FUZZ_REGRESSIONS) + "/tokenizer";
     std::vector<std::string> inputs = {std::string("\xd0\xbc\xbc\xbc\xbc", 5), std::string("a\xff\xfe b\xc3", 6),
-                                       std::string("\xf4\x90\x80\x80 x", 6), std::string("\xed\xa0\x80", 3)};
+                                       std::string("\xf4\x90\x80\x80 x", 6), std::string("\xed\xa0\x80", 3),
+                                       std::string("ierd 8 \xc0\xbd mohs", 14)};
     for (const auto & entry : std::filesystem::directory_iterator(dir)) {
         std::ifstream f(entry.path(), std::ios::binary);
         inputs.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

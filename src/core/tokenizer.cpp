@@ -59,7 +59,8 @@ std::vector<std::string> Tokenizer::pre_tokenize(const std::string & text) {
         } catch (const std::invalid_argument &) {
             off = start;
         }
-        if (off == start || cpt > 0x10FFFF) {
+        // Overlong forms (C0 BD for '=') decode but would not re-encode to the same bytes.
+        if (off == start || cpt > 0x10FFFF || unicode_cpt_to_utf8(cpt).size() != off - start) {
             for (size_t b = start; b < std::max(off, start + 1); ++b) {
                 cpts.push_back(kRawByteBase + static_cast<unsigned char>(text[b]));
             }
