@@ -33,11 +33,18 @@ for t in $targets; do
     corpus="$build/corpus/$t"
     mkdir -p "$corpus"
     echo "fuzz_$t: ${secs}s"
+    status=0
     "$bin" "${extra[@]}" -max_total_time="$secs" -timeout=60 -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
-        "$corpus" "$seed" 2>&1 | grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Done" || true
+        "$corpus" "$seed" > "$build/fuzz-$t.log" 2>&1 || status=$?
+    grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Done" "$build/fuzz-$t.log" || true
     rm -f "$build"/crash-"$t"-slow-unit-* # slow inputs are reported, not failures
     if ls "$build"/crash-"$t"-* >/dev/null 2>&1; then
         echo "fuzz_$t: found a failing input: $(ls "$build"/crash-"$t"-*)" >&2
+        exit 1
+    fi
+    if [ "$status" -ne 0 ]; then
+        echo "fuzz_$t: exited with status $status (see $build/fuzz-$t.log)" >&2
+        tail -20 "$build/fuzz-$t.log" >&2
         exit 1
     fi
 done
