@@ -228,18 +228,7 @@ void ModelFile::load_weights(ggml_backend_dev_t device) {
     if (on_cpu && map_) {
         close(fd);
         // Zero-copy: the tensors point into the mapped file (the page cache holds the only copy).
-        uint8_t * base = map_->data() + data_offset;
-        buffer_ = ggml_backend_cpu_buffer_from_ptr(base, file_size_ - data_offset);
-        if (!buffer_) {
-            fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot wrap the weights in a CPU buffer", path_.c_str());
-        }
-        ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-            const int64_t id = gguf_find_tensor(gguf_, ggml_get_name(t));
-            if (ggml_backend_tensor_alloc(buffer_, t, base + gguf_get_tensor_offset(gguf_, id)) != GGML_STATUS_SUCCESS) {
-                fail(TRANSCRIBE_ERR_BACKEND, "model file %s: cannot place tensor %s", path_.c_str(), ggml_get_name(t));
-            }
-        }
+        place_on_host(map_->data() + data_offset, file_size_ - data_offset);
         return;
     }
     if (on_cpu) {
@@ -322,6 +311,11 @@ void ModelFile::read_into_private_memory() {
     if (failed_at != SIZE_MAX) {
         fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
     }
+    place_on_host(base, size);
+}
+
+// Points every tensor into `base`, a host copy of the file's data section, through one CPU buffer.
+void ModelFile::place_on_host(uint8_t * base, size_t size) {
     buffer_ = ggml_backend_cpu_buffer_from_ptr(base, size);
     if (!buffer_) {
         fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot wrap the weights in a CPU buffer", path_.c_str());

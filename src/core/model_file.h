@@ -57,6 +57,7 @@ public:
 private:
     int64_t key_id(const std::string & key, gguf_type type) const;
     void    read_into_private_memory();
+    void    place_on_host(uint8_t * base, size_t size);
     void    release();
 
     std::string             path_;
