@@ -43,7 +43,8 @@ std::string exchange(const std::string & request) {
         }
         sent += size_t(n);
     }
-    shutdown(fd, SHUT_WR);
+    // No half-close: cpp-httplib takes a readable EOF for a dead connection and would not answer.
+    // "Connection: close" makes the server close after its response, which ends the read below.
     std::string response;
     char buf[4096];
     for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
