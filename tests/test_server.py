@@ -127,6 +127,9 @@ class ServerTest(unittest.TestCase):
         self.assert_error(transcribe(base, b"RIFF....not really audio" * 50), 400)               # undecodable
         self.assert_error(transcribe(base, b""), 400)                                            # empty upload
         self.assert_error(transcribe(base, JFK, response_format="docx"), 400)                    # bad format
+        # Found by fuzz_server: an error message echoing invalid UTF-8 from the form was a 500.
+        body = (FIXTURE.parent.parent / "fuzz" / "regressions" / "server" / "invalid-utf8-form-value.bin").read_bytes()
+        self.assert_error(request(base, "/v1/audio/transcriptions", body, "multipart/form-data; boundary=fuzzboundary"), 400)
         self.assert_error(transcribe(base, os.urandom(3 * 1024 * 1024)), 413)                    # over 2 MiB
         self.assert_error(request(base, "/v1/audio/transcriptions", b'{"file": 1}', "application/json"), 415)
         self.assert_error(request(base, "/v1/nothing"), 404)

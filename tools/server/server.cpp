@@ -16,7 +16,8 @@ void send_error(httplib::Response & res, int status, const std::string & message
     const char * type = status >= 500 ? (status == 503 ? "server_busy" : "server_error") : "invalid_request_error";
     json err = {{"message", message}, {"type", type}, {"param", param ? json(param) : json(nullptr)}, {"code", status}};
     res.status = status;
-    res.set_content(json({{"error", err}}).dump(), "application/json");
+    // Messages can echo client input (a form value): never let invalid UTF-8 there turn into a 500.
+    res.set_content(json({{"error", err}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 std::string form_field(const httplib::Request & req, const char * name, const std::string & fallback) {
