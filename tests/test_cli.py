@@ -34,7 +34,7 @@ class Cli(unittest.TestCase):
     def test_json_matches_golden(self):
         golden_ids = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())
         golden_text = (FIXTURE / "golden" / "jfk" / "text.txt").read_text(encoding="utf-8")
-        r = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "16", "--format", "json", "--threads", "2", JFK)
+        r = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "16", "--json", "--threads", "2", JFK)
         self.assertEqual(r.returncode, 0, r.stderr)
         j = json.loads(r.stdout)
         self.assertEqual(j["tokens"], golden_ids)

@@ -5,7 +5,6 @@
 #include "ggml-alloc.h"
 
 #include <cmath>
-#include <limits>
 
 namespace transcribe {
 

@@ -44,10 +44,11 @@ int main(int argc, char ** argv) {
     std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text;
     std::vector<std::string> audio_paths;
     int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
-    bool progress = false, show_version = false;
+    bool progress = false, show_version = false, as_json = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
     app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
+    app.add_flag("--json", as_json, "same as --format json (text, segments, token ids, timings)");
     app.add_option("-o,--output", output_path, "write the output to FILE instead of stdout");
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
@@ -76,7 +77,7 @@ int main(int argc, char ** argv) {
         return die("no audio file given");
     }
     Format format;
-    parse_format(format_name, &format);
+    parse_format(as_json ? "json" : format_name, &format);
 
     transcribe_load_params lp = transcribe_load_params_init();
     transcribe_status st = transcribe_backend_from_name(backend_name.c_str(), &lp.backend);
