@@ -74,6 +74,8 @@ typedef struct transcribe_load_params {
     bool use_mmap; /* CPU: use the weights straight from the mapped file (zero-copy, shared through the page
                       cache) instead of reading them into private huge-page memory (default: false; the
                       private copy streams faster, markedly so on virtual machines) */
+    bool cpu_repack; /* CPU: keep the matmul weights that ggml's CPU kernels have a faster interleaved layout
+                        for (Q4_0, Q4_K, IQ4_NL on x86) in that layout, converted at load (default: true) */
 } transcribe_load_params;
 
 TRANSCRIBE_API transcribe_load_params transcribe_load_params_init(void);

@@ -171,6 +171,7 @@ transcribe_load_params transcribe_load_params_init(void) {
     p.backend  = TRANSCRIBE_BACKEND_AUTO;
     p.device   = 0;
     p.use_mmap = false;
+    p.cpu_repack = true;
     return p;
 }
 
@@ -208,7 +209,10 @@ transcribe_status transcribe_model_load(const char * path, const transcribe_load
         const auto t0 = std::chrono::steady_clock::now();
         ggml_backend_dev_t dev = select_device(p.backend, p.device);
         auto m = std::make_unique<transcribe_model>();
-        m->impl    = load_model(path, p.use_mmap, dev);
+        WeightOptions wo;
+        wo.use_mmap   = p.use_mmap;
+        wo.cpu_repack = p.cpu_repack;
+        m->impl    = load_model(path, wo, dev);
         m->backend = ggml_backend_dev_name(dev);
         for (const auto & l : m->impl->info().languages) {
             m->language_ptrs.push_back(l.c_str());

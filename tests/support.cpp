@@ -54,8 +54,11 @@ std::vector<float> golden_margins(const std::string & clip) {
     return nlohmann::json::parse(f).get<std::vector<float>>();
 }
 
-std::unique_ptr<transcribe::Model> load(const std::string & model_name) {
-    return transcribe::load_model(model(model_name), true, ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+std::unique_ptr<transcribe::Model> load(const std::string & model_name, bool cpu_repack) {
+    transcribe::WeightOptions options;
+    options.use_mmap   = true;
+    options.cpu_repack = cpu_repack;
+    return transcribe::load_model(model(model_name), options, ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
 }
 
 ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type kv, const std::string & dump_dir) {

@@ -23,7 +23,7 @@ std::vector<float> read_wav_16k(const std::string & clip); // the fixture clip t
 float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b);
 std::vector<float> golden_margins(const std::string & clip); // top-1 minus top-2 logit per step
 
-std::unique_ptr<transcribe::Model> load(const std::string & model_name); // CPU
+std::unique_ptr<transcribe::Model> load(const std::string & model_name, bool cpu_repack = true); // CPU, mapped
 
 struct ForcedRun {
     transcribe::Transcript          transcript;

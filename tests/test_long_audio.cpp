@@ -83,8 +83,7 @@ TEST(LongAudio, Trim_silence_finds_the_speech) {
 }
 
 TEST(LongAudio, Pieces_are_transcribed_and_joined_with_times) {
-    auto model = load_model(test::model("canary-qwen-tiny-f32.gguf"), true,
-                            ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    auto model = test::load("canary-qwen-tiny-f32.gguf");
     SessionOptions so;
     so.n_threads = 2;
     auto session = model->new_session(so);

@@ -11,7 +11,7 @@ class Mel : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(Mel, Matches_nemo_golden) {
     const std::string clip = GetParam();
-    ModelFile file(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile file(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     file.load_weights(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
     MelFrontend mel(mel_config_from_file(file));
     const std::vector<float> pcm = test::read_wav_16k(clip);
@@ -30,7 +30,7 @@ TEST_P(Mel, Matches_nemo_golden) {
 INSTANTIATE_TEST_SUITE_P(Fixture, Mel, ::testing::ValuesIn(test::kClips));
 
 TEST(MelFrontend, Rejects_audio_shorter_than_one_hop) {
-    ModelFile file(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile file(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     file.load_weights(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
     MelFrontend mel(mel_config_from_file(file));
     std::vector<float> pcm(100, 0.1f);

@@ -19,7 +19,7 @@ const std::string kVocab = std::string(LLAMA_DIR) + "/models/ggml-vocab-qwen2.gg
 
 const Tokenizer & qwen2_vocab() {
     static const Tokenizer t = [] {
-        ModelFile f(kVocab, true);
+        ModelFile f(kVocab, {true});
         return Tokenizer::from_file(f);
     }();
     return t;
@@ -90,7 +90,7 @@ TEST(Tokenizer, Canary_prompt_text_matches_spec_ids) {
 }
 
 TEST(Tokenizer, Converted_fixture_model_has_the_same_tokenizer) {
-    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     const Tokenizer t = Tokenizer::from_file(f);
     for (const auto & c : vocab_cases()) {
         EXPECT_EQ(t.encode(c.text), c.ids) << "input [" << c.text << "]";
@@ -98,7 +98,7 @@ TEST(Tokenizer, Converted_fixture_model_has_the_same_tokenizer) {
 }
 
 TEST(Tokenizer, Special_tokens_are_never_parsed_from_text) {
-    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     const Tokenizer t = Tokenizer::from_file(f);
     for (int32_t id : t.encode("<|im_end|><|audioplaceholder|>")) {
         EXPECT_LT(id, 151643);
@@ -107,7 +107,7 @@ TEST(Tokenizer, Special_tokens_are_never_parsed_from_text) {
 }
 
 TEST(Tokenizer, Decode_drops_what_nemo_drops_and_keeps_other_added_tokens) {
-    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     const Tokenizer t = Tokenizer::from_file(f);
     const auto hello = t.encode(" hello");
     std::vector<int32_t> ids = {151644};
@@ -119,7 +119,7 @@ TEST(Tokenizer, Decode_drops_what_nemo_drops_and_keeps_other_added_tokens) {
 }
 
 TEST(Tokenizer, Golden_transcripts_decode_like_nemo) {
-    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), true);
+    ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
     const Tokenizer t = Tokenizer::from_file(f);
     for (const char * clip : test::kClips) {
         std::ifstream in(test::fixture(std::string("golden/") + clip + "/text.txt"), std::ios::binary);

@@ -67,7 +67,7 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
 FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p) : hp_(hp) {
     const int64_t C = hp.sub_channels, d = hp.d_model, ff = hp.ff_dim, H = hp.n_heads, K = hp.conv_kernel;
     auto lin = [&](const std::string & name, int64_t in, int64_t out) {
-        return Linear {f.tensor(name + ".weight", {in, out}), f.tensor(name + ".bias", {out}, F32)};
+        return Linear {f.matmul_weight(name + ".weight", {in, out}), f.tensor(name + ".bias", {out}, F32)};
     };
     auto norm = [&](const std::string & name) {
         return Norm {f.tensor(name + ".weight", {d}, F32), f.tensor(name + ".bias", {d}, F32)};
@@ -95,7 +95,7 @@ FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & h
         l.k   = lin(b + "attn.k", d, d);
         l.v   = lin(b + "attn.v", d, d);
         l.out = lin(b + "attn.out", d, d);
-        l.pos_w      = f.tensor(b + "attn.pos.weight", {d, d});
+        l.pos_w      = f.matmul_weight(b + "attn.pos.weight", {d, d});
         l.pos_bias_u = f.tensor(b + "attn.pos_bias_u", {d / H, H}, F32);
         l.pos_bias_v = f.tensor(b + "attn.pos_bias_v", {d / H, H}, F32);
         l.pw1  = lin(b + "conv.pw1", d, 2 * d);

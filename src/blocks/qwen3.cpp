@@ -44,16 +44,16 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
         const std::string b = p + ".blk." + std::to_string(i) + ".";
         Layer & l  = layers_[size_t(i)];
         l.attn_norm = f.tensor(b + "attn_norm.weight", {h}, F32);
-        l.q         = f.tensor(b + "attn_q.weight", {h, q_dim});
-        l.k         = f.tensor(b + "attn_k.weight", {h, kv_dim});
-        l.v         = f.tensor(b + "attn_v.weight", {h, kv_dim});
-        l.o         = f.tensor(b + "attn_output.weight", {q_dim, h});
+        l.q         = f.matmul_weight(b + "attn_q.weight", {h, q_dim});
+        l.k         = f.matmul_weight(b + "attn_k.weight", {h, kv_dim});
+        l.v         = f.matmul_weight(b + "attn_v.weight", {h, kv_dim});
+        l.o         = f.matmul_weight(b + "attn_output.weight", {q_dim, h});
         l.q_norm    = f.tensor(b + "attn_q_norm.weight", {hp.head_dim}, F32);
         l.k_norm    = f.tensor(b + "attn_k_norm.weight", {hp.head_dim}, F32);
         l.ffn_norm  = f.tensor(b + "ffn_norm.weight", {h}, F32);
-        l.gate      = f.tensor(b + "ffn_gate.weight", {h, hp.ff_dim});
-        l.up        = f.tensor(b + "ffn_up.weight", {h, hp.ff_dim});
-        l.down      = f.tensor(b + "ffn_down.weight", {hp.ff_dim, h});
+        l.gate      = f.matmul_weight(b + "ffn_gate.weight", {h, hp.ff_dim});
+        l.up        = f.matmul_weight(b + "ffn_up.weight", {h, hp.ff_dim});
+        l.down      = f.matmul_weight(b + "ffn_down.weight", {hp.ff_dim, h});
     }
 }
 

@@ -101,6 +101,6 @@ struct Family {
 };
 
 // UNSUPPORTED_ARCH naming the architecture when no family claims it.
-std::unique_ptr<Model> load_model(const std::string & path, bool use_mmap, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_model(const std::string & path, const WeightOptions & options, ggml_backend_dev_t device);
 
 } // namespace transcribe

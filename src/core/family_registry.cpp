@@ -17,8 +17,8 @@ const Family k_families[] = {
 };
 } // namespace
 
-std::unique_ptr<Model> load_model(const std::string & path, bool use_mmap, ggml_backend_dev_t device) {
-    auto file = std::make_unique<ModelFile>(path, use_mmap);
+std::unique_ptr<Model> load_model(const std::string & path, const WeightOptions & options, ggml_backend_dev_t device) {
+    auto file = std::make_unique<ModelFile>(path, options);
     if (!file->has_key("general.architecture")) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: no general.architecture key", path.c_str());
     }

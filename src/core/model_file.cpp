@@ -7,6 +7,7 @@
 
 #include "ggml-alloc.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -51,7 +52,7 @@ std::string shape_string(const int64_t * ne, int n) {
 
 } // namespace
 
-ModelFile::ModelFile(const std::string & path, bool use_mmap) : path_(path), use_mmap_(use_mmap) {
+ModelFile::ModelFile(const std::string & path, const WeightOptions & options) : path_(path), options_(options) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) {
         fail(errno == ENOENT ? TRANSCRIBE_ERR_FILE_NOT_FOUND : TRANSCRIBE_ERR_FILE_READ,
@@ -103,6 +104,10 @@ void ModelFile::release() {
         ggml_backend_buffer_free(buffer_);
         buffer_ = nullptr;
     }
+    for (ggml_backend_buffer_t b : extra_buffers_) {
+        ggml_backend_buffer_free(b);
+    }
+    extra_buffers_.clear();
     if (meta_) {
         ggml_free(meta_);
         meta_ = nullptr;
@@ -211,119 +216,285 @@ ggml_tensor * ModelFile::tensor(const std::string & name, std::initializer_list<
     return t;
 }
 
+ggml_tensor * ModelFile::matmul_weight(const std::string & name, std::initializer_list<int64_t> ne,
+                                       std::initializer_list<ggml_type> types) const {
+    ggml_tensor * t = tensor(name, ne, types);
+    matmul_only_.insert(t);
+    return t;
+}
+
+size_t ModelFile::tensor_file_offset(const ggml_tensor * t) const {
+    return gguf_get_data_offset(gguf_) + gguf_get_tensor_offset(gguf_, gguf_find_tensor(gguf_, ggml_get_name(t)));
+}
+
 void ModelFile::load_weights(ggml_backend_dev_t device) {
-    const size_t data_offset = gguf_get_data_offset(gguf_);
-    const bool   on_cpu      = ggml_backend_dev_type(device) == GGML_BACKEND_DEVICE_TYPE_CPU;
-    const int fd = open(path_.c_str(), O_RDONLY);
-    if (fd < 0) {
-        fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: %s", path_.c_str(), std::strerror(errno));
+    if (ggml_backend_dev_type(device) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        load_on_cpu(device);
+    } else {
+        load_on_device(device);
     }
-    if (use_mmap_) {
+}
+
+namespace {
+
+// Reads [off, off + n) of the file into dst; false on a short read.
+bool read_exact(int fd, uint8_t * dst, size_t n, size_t off) {
+    for (size_t done = 0; done < n;) {
+        const ssize_t got = pread(fd, dst + done, n - done, off_t(off + done));
+        if (got <= 0) {
+            return false;
+        }
+        done += size_t(got);
+    }
+    return true;
+}
+
+// The model file open for reading, closed on every way out.
+struct OpenFile {
+    explicit OpenFile(const std::string & path) : fd(open(path.c_str(), O_RDONLY)) {
+        if (fd < 0) {
+            fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: %s", path.c_str(), std::strerror(errno));
+        }
+    }
+    ~OpenFile() { close(fd); }
+    OpenFile(const OpenFile &) = delete;
+    OpenFile & operator=(const OpenFile &) = delete;
+    const int fd;
+};
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+// Asks for transparent huge pages over the 2 MiB-aligned interior of [p, p + n): streaming the weights
+// for every token then walks ~512x fewer page-table entries than over 4 KiB pages, which is markedly
+// faster on virtual machines. Only pages not yet touched are affected.
+void advise_huge_pages(void * p, size_t n) {
+    const uintptr_t lo = (uintptr_t(p) + kHugePage - 1) / kHugePage * kHugePage, hi = (uintptr_t(p) + n) / kHugePage * kHugePage;
+    if (hi > lo) {
+        madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_HUGEPAGE);
+    }
+}
+
+} // namespace
+
+// Which matmul weights go to which CPU extra buffer type: asked of the device with a stand-in matmul
+// whose weight sits in a (zero-sized) buffer of that type, as the scheduler will ask at compute time.
+std::vector<ModelFile::ExtraPlacement> ModelFile::plan_extra_buffers(ggml_backend_dev_t device) const {
+    std::vector<ExtraPlacement> plan;
+    auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(device), "ggml_backend_dev_get_extra_bufts"));
+    if (!options_.cpu_repack || !get_extra || matmul_only_.empty()) {
+        return plan;
+    }
+    std::vector<ggml_backend_buffer_type_t> bufts;
+    for (ggml_backend_buffer_type_t * p = get_extra(device); p && *p; ++p) {
+        bufts.push_back(*p);
+    }
+    ggml_init_params params = {ggml_tensor_overhead() * 4, nullptr, true};
+    std::unique_ptr<ggml_context, void (*)(ggml_context *)> ctx(ggml_init(params), ggml_free);
+    if (!ctx) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate a context for weight placement");
+    }
+    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
+        if (!matmul_only_.count(t)) {
+            continue;
+        }
+        for (ggml_backend_buffer_type_t buft : bufts) {
+            ggml_reset(ctx.get());
+            ggml_tensor * w  = ggml_new_tensor(ctx.get(), t->type, GGML_MAX_DIMS, t->ne);
+            ggml_tensor * op = ggml_mul_mat(ctx.get(), w, ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, t->ne[0], 64));
+            w->buffer = ggml_backend_buft_alloc_buffer(buft, 0);
+            const bool supported = w->buffer && ggml_backend_dev_supports_op(device, op);
+            if (w->buffer) {
+                ggml_backend_buffer_free(w->buffer);
+            }
+            if (supported) {
+                plan.push_back({t, buft});
+                break;
+            }
+        }
+    }
+    return plan;
+}
+
+// One buffer per extra type, tensors laid out in it; their data arrives later through tensor_set,
+// which converts it into the type's layout.
+void ModelFile::allocate_extra_buffers(const std::vector<ExtraPlacement> & plan) {
+    std::vector<ggml_backend_buffer_type_t> bufts;
+    for (const ExtraPlacement & e : plan) {
+        if (std::find(bufts.begin(), bufts.end(), e.buft) == bufts.end()) {
+            bufts.push_back(e.buft);
+        }
+    }
+    for (ggml_backend_buffer_type_t buft : bufts) {
+        const size_t align = ggml_backend_buft_get_alignment(buft);
+        size_t bytes = align;
+        for (const ExtraPlacement & e : plan) {
+            bytes += e.buft == buft ? GGML_PAD(ggml_backend_buft_get_alloc_size(buft, e.tensor), align) : 0;
+        }
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, bytes);
+        if (!buf) {
+            fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot allocate %zu bytes of %s weights", path_.c_str(), bytes,
+                 ggml_backend_buft_name(buft));
+        }
+        extra_buffers_.push_back(buf);
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        advise_huge_pages(ggml_backend_buffer_get_base(buf), bytes);
+        ggml_tallocr alloc = ggml_tallocr_new(buf);
+        for (const ExtraPlacement & e : plan) {
+            if (e.buft == buft && ggml_tallocr_alloc(&alloc, e.tensor) != GGML_STATUS_SUCCESS) {
+                fail(TRANSCRIBE_ERR_BACKEND, "model file %s: cannot place tensor %s in %s", path_.c_str(),
+                     ggml_get_name(e.tensor), ggml_backend_buft_name(buft));
+            }
+        }
+        repacked_bytes_ += bytes;
+    }
+}
+
+// CPU: the weights of extra buffer types are read and converted; every other tensor is used in place
+// from a host copy of the data section (the mapped file, or private huge-page memory that only their
+// bytes are read into). Several readers: from a warm page cache the copies, page faults and
+// conversions, not the disk, set the pace.
+void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
+    const size_t data_offset = gguf_get_data_offset(gguf_);
+    const size_t size        = file_size_ - data_offset;
+    const OpenFile file(path_);
+    const int fd = file.fd;
+    map_if_asked(fd);
+    const std::vector<ExtraPlacement> plan = plan_extra_buffers(device);
+    allocate_extra_buffers(plan);
+    std::set<const ggml_tensor *> in_extra;
+    for (const ExtraPlacement & e : plan) {
+        in_extra.insert(e.tensor);
+    }
+    uint8_t * base = map_ ? map_->data() + data_offset : allocate_private_memory(size);
+
+    // Work items: an extra-buffer tensor whole (its conversion needs all of it), or up to 64 MiB of a
+    // host tensor's bytes (nothing to do when they are used from the mapping).
+    struct Item {
+        ggml_tensor * extra;  // null: host bytes
+        size_t        offset; // in the file
+        size_t        bytes;
+    };
+    std::vector<Item> items;
+    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
+        const size_t off = tensor_file_offset(t), n = ggml_nbytes(t);
+        if (in_extra.count(t)) {
+            items.push_back({t, off, n});
+        } else if (!map_) {
+            for (size_t done = 0; done < n; done += size_t(64) << 20) {
+                items.push_back({nullptr, off + done, std::min(n - done, size_t(64) << 20)});
+            }
+        }
+    }
+    std::atomic<size_t> next {0}, failed_at {SIZE_MAX};
+    const size_t n_readers = std::max<size_t>(1, std::min<size_t>({4, std::thread::hardware_concurrency(), items.size()}));
+    parallel_for(int(n_readers), [&](int) {
+        std::vector<uint8_t> staging;
+        for (size_t i; (i = next++) < items.size() && failed_at == SIZE_MAX;) {
+            const Item & it = items[i];
+            if (!it.extra) {
+                if (!read_exact(fd, base + (it.offset - data_offset), it.bytes, it.offset)) {
+                    failed_at = it.offset;
+                }
+                continue;
+            }
+            const uint8_t * src = nullptr;
+            if (map_) {
+                src = map_->data() + it.offset;
+            } else {
+                staging.resize(it.bytes);
+                if (!read_exact(fd, staging.data(), it.bytes, it.offset)) {
+                    failed_at = it.offset;
+                    continue;
+                }
+                src = staging.data();
+            }
+            ggml_backend_tensor_set(it.extra, src, 0, it.bytes);
+            if (map_) {
+                // The converted copy is what is used: drop the mapped source pages from this process.
+                const size_t page = size_t(sysconf(_SC_PAGESIZE));
+                const uintptr_t lo = (uintptr_t(src) + page - 1) / page * page, hi = (uintptr_t(src) + it.bytes) / page * page;
+                if (hi > lo) {
+                    madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_DONTNEED);
+                }
+            }
+        }
+    });
+    if (failed_at != SIZE_MAX) {
+        fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
+    }
+    place_on_host(base, size, in_extra);
+    if (!plan.empty()) {
+        TLOG_INFO("%zu matmul weights (%.1f MiB) in CPU extra buffer types", plan.size(), double(repacked_bytes_) / (1 << 20));
+    }
+}
+
+void ModelFile::map_if_asked(int fd) {
+    if (options_.use_mmap) {
         map_ = std::make_unique<MappedFile>(fd, file_size_);
         if (!map_->data()) {
             TLOG_WARN("mmap of %s failed, reading it instead", path_.c_str());
             map_.reset();
         }
     }
-    if (on_cpu && map_) {
-        close(fd);
-        // Zero-copy: the tensors point into the mapped file (the page cache holds the only copy).
-        place_on_host(map_->data() + data_offset, file_size_ - data_offset);
-        return;
-    }
-    if (on_cpu) {
-        close(fd);
-        read_into_private_memory();
-        return;
-    }
-    // A buffer of the device's own type, filled tensor by tensor from the map or from plain reads.
-    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(meta_, ggml_backend_dev_buffer_type(device));
-    if (!buffer_) {
-        close(fd);
-        fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot allocate %zu bytes of weights on %s", path_.c_str(),
-             file_size_ - data_offset, ggml_backend_dev_name(device));
-    }
-    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    std::vector<uint8_t> staging;
-    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        const int64_t id  = gguf_find_tensor(gguf_, ggml_get_name(t));
-        const size_t  off = data_offset + gguf_get_tensor_offset(gguf_, id), n = ggml_nbytes(t);
-        const uint8_t * src = nullptr;
-        if (map_) {
-            src = map_->data() + off;
-        } else {
-            staging.resize(n);
-            for (size_t done = 0; done < n;) {
-                const ssize_t got = pread(fd, staging.data() + done, n - done, off_t(off + done));
-                if (got <= 0) {
-                    close(fd);
-                    fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed in tensor %s", path_.c_str(), ggml_get_name(t));
-                }
-                done += size_t(got);
-            }
-            src = staging.data();
-        }
-        ggml_backend_tensor_set(t, src, 0, n);
-    }
-    close(fd);
-    map_.reset(); // the device holds its own copy now
 }
 
-// The whole data section read into anonymous memory advised to use huge pages: streaming the weights
-// for every token then walks ~512x fewer page-table entries than over 4 KiB page-cache pages, which
-// is markedly faster on virtual machines; plain reads keep the page cache out of this process's RSS.
-void ModelFile::read_into_private_memory() {
-    const size_t data_offset = gguf_get_data_offset(gguf_);
-    const size_t size = file_size_ - data_offset, huge = size_t(2) << 20;
-    const size_t reserved = (size + huge - 1) / huge * huge;
+// Anonymous memory for the whole data section, advised to use huge pages; only the pages that
+// bytes are read into become resident.
+uint8_t * ModelFile::allocate_private_memory(size_t size) {
+    const size_t reserved = (size + kHugePage - 1) / kHugePage * kHugePage;
     void * mem = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot allocate %zu bytes for the weights", path_.c_str(), size);
     }
     private_ = std::unique_ptr<void, std::function<void(void *)>>(mem, [reserved](void * p) { munmap(p, reserved); });
-    madvise(mem, reserved, MADV_HUGEPAGE);
-    const int fd = open(path_.c_str(), O_RDONLY);
-    if (fd < 0) {
-        fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: %s", path_.c_str(), std::strerror(errno));
-    }
-    uint8_t * base = static_cast<uint8_t *>(mem);
-    // Several readers: from a warm page cache the copy and the page faults, not the disk, set the pace.
-    const size_t n_readers = std::max<size_t>(1, std::min<size_t>(4, std::thread::hardware_concurrency()));
-    const size_t slice = (size / n_readers + huge - 1) / huge * huge;
-    std::atomic<size_t> failed_at {SIZE_MAX};
-    try {
-        parallel_for(int(n_readers), [&](int r) {
-            const size_t end = std::min(size, (size_t(r) + 1) * slice);
-            for (size_t done = std::min(size, size_t(r) * slice); done < end;) {
-                const ssize_t got = pread(fd, base + done, std::min(end - done, size_t(64) << 20), off_t(data_offset + done));
-                if (got <= 0) {
-                    failed_at = data_offset + done;
-                    return;
-                }
-                done += size_t(got);
-            }
-        });
-    } catch (...) {
-        close(fd);
-        throw;
-    }
-    close(fd);
-    if (failed_at != SIZE_MAX) {
-        fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
-    }
-    place_on_host(base, size);
+    advise_huge_pages(mem, reserved);
+    return static_cast<uint8_t *>(mem);
 }
 
-// Points every tensor into `base`, a host copy of the file's data section, through one CPU buffer.
-void ModelFile::place_on_host(uint8_t * base, size_t size) {
+// A buffer of the device's own type, filled tensor by tensor from the map or from plain reads.
+void ModelFile::load_on_device(ggml_backend_dev_t device) {
+    const OpenFile file(path_);
+    const int fd = file.fd;
+    map_if_asked(fd);
+    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(meta_, ggml_backend_dev_buffer_type(device));
+    if (!buffer_) {
+        fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot allocate %zu bytes of weights on %s", path_.c_str(),
+             file_size_ - gguf_get_data_offset(gguf_), ggml_backend_dev_name(device));
+    }
+    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    std::vector<uint8_t> staging;
+    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
+        const size_t off = tensor_file_offset(t), n = ggml_nbytes(t);
+        const uint8_t * src = nullptr;
+        if (map_) {
+            src = map_->data() + off;
+        } else {
+            staging.resize(n);
+            if (!read_exact(fd, staging.data(), n, off)) {
+                fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed in tensor %s", path_.c_str(), ggml_get_name(t));
+            }
+            src = staging.data();
+        }
+        ggml_backend_tensor_set(t, src, 0, n);
+    }
+    map_.reset(); // the device holds its own copy now
+}
+
+// Points every tensor not in `skip` into `base`, a host copy of the file's data section, through one
+// CPU buffer.
+void ModelFile::place_on_host(uint8_t * base, size_t size, const std::set<const ggml_tensor *> & skip) {
     buffer_ = ggml_backend_cpu_buffer_from_ptr(base, size);
     if (!buffer_) {
         fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot wrap the weights in a CPU buffer", path_.c_str());
     }
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    const size_t data_offset = gguf_get_data_offset(gguf_);
     for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        const int64_t id = gguf_find_tensor(gguf_, ggml_get_name(t));
-        if (ggml_backend_tensor_alloc(buffer_, t, base + gguf_get_tensor_offset(gguf_, id)) != GGML_STATUS_SUCCESS) {
+        if (skip.count(t)) {
+            continue;
+        }
+        if (ggml_backend_tensor_alloc(buffer_, t, base + (tensor_file_offset(t) - data_offset)) != GGML_STATUS_SUCCESS) {
             fail(TRANSCRIBE_ERR_BACKEND, "model file %s: cannot place tensor %s", path_.c_str(), ggml_get_name(t));
         }
     }

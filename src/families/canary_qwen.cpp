@@ -51,7 +51,7 @@ public:
           encoder_(*file_, enc_hp_, "enc"),
           lm_(*file_, lm_hp_, "llm", "token_embd.weight") {
         const std::string a = "canary_qwen.";
-        proj_w_  = file_->tensor("proj.weight", {enc_hp_.d_model, lm_hp_.hidden});
+        proj_w_  = file_->matmul_weight("proj.weight", {enc_hp_.d_model, lm_hp_.hidden});
         proj_b_  = file_->tensor("proj.bias", {lm_hp_.hidden}, {GGML_TYPE_F32});
         prefix_  = file_->get_i32_array(a + "prompt_prefix");
         suffix_  = file_->get_i32_array(a + "prompt_suffix");

@@ -21,7 +21,7 @@ bool valid_utf8(const std::string & s) { return utf8_sanitize(s) == s; }
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     const char * vocab = std::getenv("TRANSCRIBE_FUZZ_VOCAB");
-    ModelFile f(vocab ? vocab : TRANSCRIBE_FUZZ_VOCAB_DEFAULT, true);
+    ModelFile f(vocab ? vocab : TRANSCRIBE_FUZZ_VOCAB_DEFAULT, {true});
     g_tok = new Tokenizer(Tokenizer::from_file(f));
     return 0;
 }

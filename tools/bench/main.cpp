@@ -52,7 +52,7 @@ int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
     std::string model_path, audio_path, backend_name = "auto", kv_name = "f16";
     int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256;
-    bool as_json = false, use_mmap = false;
+    bool as_json = false, use_mmap = false, no_repack = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
     app.add_option("-f,--file", audio_path, "audio file")->required();
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
@@ -65,11 +65,13 @@ int main(int argc, char ** argv) {
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_flag("--json", as_json, "print one JSON object with the medians");
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
+    app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     CLI11_PARSE(app, argc, argv);
     transcribe_log_set(quiet, nullptr);
 
     transcribe_load_params lp = transcribe_load_params_init();
     lp.use_mmap = use_mmap;
+    lp.cpu_repack = !no_repack;
     if (transcribe_backend_from_name(backend_name.c_str(), &lp.backend) != TRANSCRIBE_OK) {
         return die("--backend");
     }

@@ -44,7 +44,7 @@ int main(int argc, char ** argv) {
     std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text;
     std::vector<std::string> audio_paths;
     int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
-    bool progress = false, show_version = false, as_json = false;
+    bool progress = false, show_version = false, as_json = false, no_repack = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
     app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
@@ -57,6 +57,7 @@ int main(int argc, char ** argv) {
     app.add_option("--chunk-ms", chunk_ms, "cut longer audio into pieces of at most this many ms (default: the model's window)")
         ->check(CLI::PositiveNumber);
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+    app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
     app.add_flag("--version", show_version, "print the version and exit");
     try {
@@ -80,6 +81,7 @@ int main(int argc, char ** argv) {
     parse_format(as_json ? "json" : format_name, &format);
 
     transcribe_load_params lp = transcribe_load_params_init();
+    lp.cpu_repack = !no_repack;
     transcribe_status st = transcribe_backend_from_name(backend_name.c_str(), &lp.backend);
     if (st != TRANSCRIBE_OK) {
         return die(st);
