@@ -351,12 +351,12 @@ void ModelFile::allocate_extra_buffers(const std::vector<ExtraPlacement> & plan)
 }
 
 // CPU: the weights of extra buffer types are read and converted; every other tensor is used in place
-// from a host copy of the data section (the mapped file, or private huge-page memory that only their
-// bytes are read into). Several readers: from a warm page cache the copies, page faults and
-// conversions, not the disk, set the pace.
+// from a host copy: the mapped file, or private huge-page memory holding just those tensors, packed
+// (at their file offsets, each small tensor between two converted ones would pin a whole huge page).
+// Several readers: from a warm page cache the copies, page faults and conversions, not the disk, set
+// the pace.
 void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
     const size_t data_offset = gguf_get_data_offset(gguf_);
-    const size_t size        = file_size_ - data_offset;
     const OpenFile file(path_);
     const int fd = file.fd;
     map_if_asked(fd);
@@ -366,24 +366,32 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
     for (const ExtraPlacement & e : plan) {
         in_extra.insert(e.tensor);
     }
-    uint8_t * base = map_ ? map_->data() + data_offset : allocate_private_memory(size);
+    std::vector<HostPlacement> host;
+    size_t host_size = map_ ? file_size_ - data_offset : 0;
+    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
+        if (!in_extra.count(t)) {
+            host.push_back({t, map_ ? tensor_file_offset(t) - data_offset : host_size});
+            host_size = map_ ? host_size : GGML_PAD(host_size + ggml_nbytes(t), 64);
+        }
+    }
+    uint8_t * base = map_ ? map_->data() + data_offset : allocate_private_memory(std::max<size_t>(host_size, 64));
 
     // Work items: an extra-buffer tensor whole (its conversion needs all of it), or up to 64 MiB of a
     // host tensor's bytes (nothing to do when they are used from the mapping).
     struct Item {
-        ggml_tensor * extra;  // null: host bytes
+        ggml_tensor * extra;  // null: host bytes, read to dst
+        uint8_t *     dst;
         size_t        offset; // in the file
         size_t        bytes;
     };
     std::vector<Item> items;
-    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        const size_t off = tensor_file_offset(t), n = ggml_nbytes(t);
-        if (in_extra.count(t)) {
-            items.push_back({t, off, n});
-        } else if (!map_) {
-            for (size_t done = 0; done < n; done += size_t(64) << 20) {
-                items.push_back({nullptr, off + done, std::min(n - done, size_t(64) << 20)});
-            }
+    for (const ExtraPlacement & e : plan) {
+        items.push_back({e.tensor, nullptr, tensor_file_offset(e.tensor), ggml_nbytes(e.tensor)});
+    }
+    for (const HostPlacement & h : host) {
+        const size_t off = tensor_file_offset(h.tensor), n = map_ ? 0 : ggml_nbytes(h.tensor);
+        for (size_t done = 0; done < n; done += size_t(64) << 20) {
+            items.push_back({nullptr, base + h.at + done, off + done, std::min(n - done, size_t(64) << 20)});
         }
     }
     std::atomic<size_t> next {0}, failed_at {SIZE_MAX};
@@ -393,7 +401,7 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
         for (size_t i; (i = next++) < items.size() && failed_at == SIZE_MAX;) {
             const Item & it = items[i];
             if (!it.extra) {
-                if (!read_exact(fd, base + (it.offset - data_offset), it.bytes, it.offset)) {
+                if (!read_exact(fd, it.dst, it.bytes, it.offset)) {
                     failed_at = it.offset;
                 }
                 continue;
@@ -423,7 +431,7 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
     if (failed_at != SIZE_MAX) {
         fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
     }
-    place_on_host(base, size, in_extra);
+    place_on_host(base, std::max<size_t>(host_size, 64), host);
     if (!plan.empty()) {
         TLOG_INFO("%zu matmul weights (%.1f MiB) in CPU extra buffer types", plan.size(), double(repacked_bytes_) / (1 << 20));
     }
@@ -481,21 +489,16 @@ void ModelFile::load_on_device(ggml_backend_dev_t device) {
     map_.reset(); // the device holds its own copy now
 }
 
-// Points every tensor not in `skip` into `base`, a host copy of the file's data section, through one
-// CPU buffer.
-void ModelFile::place_on_host(uint8_t * base, size_t size, const std::set<const ggml_tensor *> & skip) {
+// Points each host tensor into `base` (a host copy of its bytes) through one CPU buffer.
+void ModelFile::place_on_host(uint8_t * base, size_t size, const std::vector<HostPlacement> & host) {
     buffer_ = ggml_backend_cpu_buffer_from_ptr(base, size);
     if (!buffer_) {
         fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot wrap the weights in a CPU buffer", path_.c_str());
     }
     ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    const size_t data_offset = gguf_get_data_offset(gguf_);
-    for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        if (skip.count(t)) {
-            continue;
-        }
-        if (ggml_backend_tensor_alloc(buffer_, t, base + (tensor_file_offset(t) - data_offset)) != GGML_STATUS_SUCCESS) {
-            fail(TRANSCRIBE_ERR_BACKEND, "model file %s: cannot place tensor %s", path_.c_str(), ggml_get_name(t));
+    for (const HostPlacement & h : host) {
+        if (ggml_backend_tensor_alloc(buffer_, h.tensor, base + h.at) != GGML_STATUS_SUCCESS) {
+            fail(TRANSCRIBE_ERR_BACKEND, "model file %s: cannot place tensor %s", path_.c_str(), ggml_get_name(h.tensor));
         }
     }
 }

@@ -74,6 +74,10 @@ private:
         ggml_tensor *              tensor;
         ggml_backend_buffer_type_t buft;
     };
+    struct HostPlacement {
+        ggml_tensor * tensor;
+        size_t        at; // byte offset in the host copy
+    };
     int64_t key_id(const std::string & key, gguf_type type) const;
     size_t  tensor_file_offset(const ggml_tensor * t) const;
     void    load_on_cpu(ggml_backend_dev_t device);
@@ -82,7 +86,7 @@ private:
     std::vector<ExtraPlacement> plan_extra_buffers(ggml_backend_dev_t device) const;
     void    allocate_extra_buffers(const std::vector<ExtraPlacement> & plan);
     uint8_t * allocate_private_memory(size_t size);
-    void    place_on_host(uint8_t * base, size_t size, const std::set<const ggml_tensor *> & skip);
+    void    place_on_host(uint8_t * base, size_t size, const std::vector<HostPlacement> & host);
     void    release();
 
     std::string             path_;

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -32,12 +33,21 @@ std::string exchange(const std::string & request) {
     addr.sin_family      = AF_INET;
     addr.sin_port        = htons(uint16_t(g_port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
+    // libFuzzer's timeout alarm (SIGALRM, installed without SA_RESTART) interrupts these calls now and
+    // then: an EINTR is retried, never taken for the server's answer (the open finding of the first
+    // runs was exactly that, the harness reading half a response).
+    int rc;
+    while ((rc = connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0 && errno != EISCONN) {
         close(fd);
         return "";
     }
     for (size_t sent = 0; sent < request.size();) {
         const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
         if (n <= 0) {
             break;
         }
@@ -47,7 +57,14 @@ std::string exchange(const std::string & request) {
     // "Connection: close" makes the server close after its response, which ends the read below.
     std::string response;
     char buf[4096];
-    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+    for (;;) {
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
         response.append(buf, size_t(n));
     }
     close(fd);

@@ -2,6 +2,7 @@
 # Builds the libFuzzer targets (preset "fuzz"), makes the seed corpora, replays the checked-in
 # regression inputs, then fuzzes each target for a bounded time.
 #   usage: tests/fuzz/run.sh [SECONDS_PER_TARGET=60] [TARGETS="model_load audio tokenizer server"]
+# FUZZ_RUNS=N also stops each target after N executions (the long run: FUZZ_RUNS=1000000 ... 2400).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -32,9 +33,11 @@ for t in $targets; do
     fi
     corpus="$build/corpus/$t"
     mkdir -p "$corpus"
-    echo "fuzz_$t: ${secs}s"
+    echo "fuzz_$t: ${secs}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}"
     status=0
-    "$bin" "${extra[@]}" -max_total_time="$secs" -timeout=60 -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
+    runs=()
+    [ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
+    "$bin" "${extra[@]}" "${runs[@]}" -max_total_time="$secs" -timeout=60 -print_final_stats=1 -artifact_prefix="$build/crash-$t-" \
         "$corpus" "$seed" > "$build/fuzz-$t.log" 2>&1 || status=$?
     grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Done" "$build/fuzz-$t.log" || true
     rm -f "$build"/crash-"$t"-slow-unit-* # slow inputs are reported, not failures
