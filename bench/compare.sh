@@ -38,7 +38,9 @@ for dtype in $dtypes; do
     for rep in 1 2 3; do  # interleaved: ours, llama.cpp, ours, ...
         "$bin/transcribe-bench" -m "$m" -f "$audio" --threads "$threads" --runs 2 --warmup 1 \
             --fixed-new-tokens "$new" --json >> "$work/ours-$dtype.txt"
-        "$llama_bench" -m "$lm" -p "$prompt" -n "$new" -t "$threads" -r 2 -o jsonl 2>/dev/null >> "$work/llama-$dtype.txt"
+        # pp from an empty cache; tg with the prompt already in the cache (-d), as our decode runs.
+        "$llama_bench" -m "$lm" -p "$prompt" -n 0 -t "$threads" -r 2 -o jsonl 2>/dev/null >> "$work/llama-$dtype.txt"
+        "$llama_bench" -m "$lm" -p 0 -n "$new" -d "$prompt" -t "$threads" -r 2 -o jsonl 2>/dev/null >> "$work/llama-$dtype.txt"
     done
     pp_ours=$($py -c "import json; [print(json.loads(l)['prefill_tokens_per_s']) for l in open('$work/ours-$dtype.txt')]" | median)
     tg_ours=$($py -c "import json; [print(json.loads(l)['decode_tokens_per_s']) for l in open('$work/ours-$dtype.txt')]" | median)

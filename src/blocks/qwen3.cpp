@@ -59,7 +59,7 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
 
 ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
                            ggml_tensor * kv_idx, ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
-                           const std::vector<ggml_tensor *> & v_cache, int64_t n_kv) const {
+                           const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out) const {
     const int64_t T = x->ne[1], hd = hp_.head_dim, nh = hp_.n_heads, nkv = hp_.n_kv_heads;
     const float   scale = 1.0f / std::sqrt(float(hd));
     auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) { return ggml_mul(ctx, ggml_rms_norm(ctx, t, hp_.rms_eps), w); };
@@ -88,7 +88,13 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
                                               ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
         ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32); // [hd, nh, T]
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.o, ggml_reshape_2d(ctx, o, hd * nh, T)));
+        ggml_tensor * o2 = ggml_reshape_2d(ctx, o, hd * nh, T);
+        if (il + 1 == layers_.size() && n_out > 0 && n_out < T) {
+            // Nothing reads the other rows past the last attention: skip their projection and FFN.
+            o2 = ggml_view_2d(ctx, o2, o2->ne[0], n_out, o2->nb[1], size_t(T - n_out) * o2->nb[1]);
+            x  = ggml_view_2d(ctx, x, x->ne[0], n_out, x->nb[1], size_t(T - n_out) * x->nb[1]);
+        }
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.o, o2));
 
         ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
         ggml_tensor * ff = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, l.gate, h2), ggml_mul_mat(ctx, l.up, h2));
@@ -155,9 +161,7 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
         ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, T);
         ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, T);
         ggml_tensor * mask   = g->input("mask", GGML_TYPE_F16, T, T);
-        ggml_tensor * h = lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, T);
-        h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], size_t(T - 1) * h->nb[1]);
-        ggml_tensor * lg = lm_.logits(ctx, h);
+        ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, T, 1));
         g->output(lg, "logits");
         g->output(ggml_argmax(ctx, lg), "argmax");
         slot = std::move(g);

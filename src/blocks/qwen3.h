@@ -34,10 +34,11 @@ public:
     const Qwen3HParams & hparams() const { return hp_; }
 
     // x [hidden, T] at positions pos [T]; K/V of the T tokens written at rows kv_idx of the caches and
-    // attention over the first n_kv rows under mask [n_kv, T]. Returns the final-normed hidden states.
+    // attention over the first n_kv rows under mask [n_kv, T]. Returns the final-normed hidden states of
+    // the last n_out positions (0: all T).
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * kv_idx,
                         ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
-                        const std::vector<ggml_tensor *> & v_cache, int64_t n_kv) const;
+                        const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out = 0) const;
     ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ggml_get_rows(ctx, tok_embd_, ids); }
     ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ggml_mul_mat(ctx, tok_embd_, h); }
 
