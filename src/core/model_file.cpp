@@ -374,7 +374,8 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
             host_size = map_ ? host_size : GGML_PAD(host_size + ggml_nbytes(t), 64);
         }
     }
-    uint8_t * base = map_ ? map_->data() + data_offset : allocate_private_memory(std::max<size_t>(host_size, 64));
+    host_size = std::max<size_t>(host_size, 64); // a buffer of none would be no buffer
+    uint8_t * base = map_ ? map_->data() + data_offset : allocate_private_memory(host_size);
 
     // Work items: an extra-buffer tensor whole (its conversion needs all of it), or up to 64 MiB of a
     // host tensor's bytes (nothing to do when they are used from the mapping).
@@ -389,8 +390,8 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
         items.push_back({e.tensor, nullptr, tensor_file_offset(e.tensor), ggml_nbytes(e.tensor)});
     }
     for (const HostPlacement & h : host) {
-        const size_t off = tensor_file_offset(h.tensor), n = map_ ? 0 : ggml_nbytes(h.tensor);
-        for (size_t done = 0; done < n; done += size_t(64) << 20) {
+        const size_t off = tensor_file_offset(h.tensor), n = ggml_nbytes(h.tensor);
+        for (size_t done = 0; !map_ && done < n; done += size_t(64) << 20) {
             items.push_back({nullptr, base + h.at + done, off + done, std::min(n - done, size_t(64) << 20)});
         }
     }
@@ -431,7 +432,7 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
     if (failed_at != SIZE_MAX) {
         fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
     }
-    place_on_host(base, std::max<size_t>(host_size, 64), host);
+    place_on_host(base, host_size, host);
     if (!plan.empty()) {
         TLOG_INFO("%zu matmul weights (%.1f MiB) in CPU extra buffer types", plan.size(), double(repacked_bytes_) / (1 << 20));
     }
@@ -447,8 +448,7 @@ void ModelFile::map_if_asked(int fd) {
     }
 }
 
-// Anonymous memory for the whole data section, advised to use huge pages; only the pages that
-// bytes are read into become resident.
+// Anonymous memory for the host copy of the weights, advised to use huge pages.
 uint8_t * ModelFile::allocate_private_memory(size_t size) {
     const size_t reserved = (size + kHugePage - 1) / kHugePage * kHugePage;
     void * mem = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
