@@ -6,6 +6,7 @@
 #include "ggml-cpu.h"
 
 #include <cstring>
+#include <new>
 
 namespace transcribe {
 
@@ -82,7 +83,7 @@ ggml_tensor * Graph::get(const char * name) const {
     return it->second;
 }
 
-Executor::Executor(ggml_backend_dev_t device, int n_threads) : device_(device) {
+Executor::Executor(ggml_backend_dev_t device, int n_threads) : device_(device), n_threads_(n_threads) {
     try {
         init(n_threads);
     } catch (...) {
@@ -128,6 +129,15 @@ void Executor::release() {
     backends_.clear();
 }
 
+// ggml's allocator and CPU backend are C code over C++ allocations: a bad_alloc thrown under them
+// leaves them holding a buffer they already freed, so they can be neither used nor freed again. They
+// are abandoned (their memory is lost, as it is to a failed allocation anyway) and made anew on the
+// next use, so that one failed run does not crash the session's later ones.
+void Executor::abandon() {
+    sched_ = nullptr;
+    backends_.clear();
+}
+
 void Executor::allocate(Graph & g) {
     // A reused graph still carries the addresses of its previous allocation, which the allocator would
     // take as valid (and which dangle once its buffers grew for another graph): forget them.
@@ -135,14 +145,29 @@ void Executor::allocate(Graph & g) {
         t->data   = nullptr;
         t->buffer = nullptr;
     }
-    ggml_backend_sched_reset(sched_);
-    if (!ggml_backend_sched_alloc_graph(sched_, g.graph())) {
+    if (!sched_) {
+        release(); // whatever a failed init left
+        init(n_threads_);
+    }
+    bool ok = false;
+    try {
+        ggml_backend_sched_reset(sched_);
+        ok = ggml_backend_sched_alloc_graph(sched_, g.graph());
+    } catch (const std::bad_alloc &) {
+        abandon();
+    }
+    if (!ok) {
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate compute buffers for a graph of %d nodes", ggml_graph_n_nodes(g.graph()));
     }
 }
 
 void Executor::run(Graph & g) {
-    const ggml_status st = ggml_backend_sched_graph_compute(sched_, g.graph());
+    ggml_status st = GGML_STATUS_ALLOC_FAILED;
+    try {
+        st = ggml_backend_sched_graph_compute(sched_, g.graph());
+    } catch (const std::bad_alloc &) {
+        abandon();
+    }
     if (st != GGML_STATUS_SUCCESS) {
         fail(st == GGML_STATUS_ALLOC_FAILED ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND, "graph compute failed (%s)",
              ggml_status_to_string(st));

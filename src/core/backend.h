@@ -62,10 +62,12 @@ public:
 private:
     void init(int n_threads);
     void release();
+    void abandon();
     void allocate(Graph & g);
     void run(Graph & g);
 
     ggml_backend_dev_t           device_;
+    int                          n_threads_;
     std::vector<ggml_backend_t>  backends_;
     ggml_backend_sched_t         sched_ = nullptr;
 };
