@@ -5,6 +5,7 @@
 #include <sndfile.h>
 #include <soxr.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -41,17 +42,21 @@ sf_count_t mem_read(void * dst, sf_count_t n, void * u) {
 sf_count_t mem_write(const void *, sf_count_t, void *) { return 0; }
 sf_count_t mem_tell(void * u) { return static_cast<MemoryStream *>(u)->pos; }
 
-std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::string & what, int target_rate) {
+std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::string & what, int target_rate,
+                            size_t encoded_bytes) {
     if (info.channels <= 0 || info.samplerate <= 0) {
         sf_close(sf);
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: invalid audio header (%d channels, %d Hz)", what.c_str(), info.channels,
              info.samplerate);
     }
     // Downmix while reading, into a buffer sized from the header when it is plausible: long recordings
-    // then cost one mono copy at the file's rate, not an interleaved one grown by doubling.
+    // then cost one mono copy at the file's rate, not an interleaved one grown by doubling. The header's
+    // frame count is only believed up to what the encoded bytes could hold at a generous compression
+    // ratio: a few bytes claiming a billion frames (fuzz_audio found one) get no 4 GB reservation.
     std::vector<float> mono;
+    const sf_count_t plausible = std::max<sf_count_t>(sf_count_t(1) << 20, sf_count_t(encoded_bytes) * 64);
     if (info.frames > 0 && info.frames < sf_count_t(6) * 3600 * info.samplerate) {
-        mono.reserve(size_t(info.frames));
+        mono.reserve(size_t(std::min(info.frames, plausible)));
     }
     std::vector<float> chunk(size_t(4096) * size_t(info.channels));
     for (;;) {
@@ -107,7 +112,7 @@ std::vector<float> audio_decode_file(const std::string & path, int target_rate) 
     if (!sf) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio file %s: cannot decode: %s", path.c_str(), sf_strerror(nullptr));
     }
-    return read_all(sf, info, "audio file " + path, target_rate);
+    return read_all(sf, info, "audio file " + path, target_rate, size_t(st.st_size));
 }
 
 std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate) {
@@ -121,7 +126,7 @@ std::vector<float> audio_decode_memory(const void * data, size_t size, int targe
     if (!sf) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio buffer: cannot decode: %s", sf_strerror(nullptr));
     }
-    return read_all(sf, info, "audio buffer", target_rate);
+    return read_all(sf, info, "audio buffer", target_rate, size);
 }
 
 std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
