@@ -186,3 +186,22 @@ TEST(Audio, Too_short_to_resample_is_an_error) {
         }
     }
 }
+
+// Found by fuzz_audio (long run): a 4 KB wav whose header says 1 Hz resampled for over a minute into
+// half an hour of 22 kHz audio. Rates outside kMinSampleRate..kMaxSampleRate are refused by name.
+TEST(Audio, Implausible_sample_rates_are_refused) {
+    std::ifstream f(std::string(FUZZ_REGRESSIONS) + "/audio/wav-at-1-hz-upsampled.bin", std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 44u);
+    try {
+        audio_decode_memory(bytes.data(), bytes.size(), 22050);
+        ADD_FAILURE() << "a 1 Hz file was decoded";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.status(), TRANSCRIBE_ERR_AUDIO_DECODE);
+        EXPECT_NE(std::string(e.what()).find("sample rate 1 Hz"), std::string::npos) << e.what();
+    }
+    const std::vector<float> pcm(100, 0.1f);
+    EXPECT_THROW(audio_to_mono(pcm.data(), pcm.size(), 999, 1, 16000), Error);
+    EXPECT_THROW(audio_to_mono(pcm.data(), pcm.size(), 16000, 1, 768001), Error);
+    EXPECT_EQ(audio_to_mono(pcm.data(), pcm.size(), 1000, 1, 1000).size(), pcm.size()); // the edges are taken
+}

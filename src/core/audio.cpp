@@ -49,6 +49,11 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: invalid audio header (%d channels, %d Hz)", what.c_str(), info.channels,
              info.samplerate);
     }
+    if (info.samplerate < kMinSampleRate || info.samplerate > kMaxSampleRate) {
+        sf_close(sf);
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: sample rate %d Hz is outside %d..%d Hz", what.c_str(), info.samplerate,
+             kMinSampleRate, kMaxSampleRate);
+    }
     // Downmix while reading, into a buffer sized from the header when it is plausible: long recordings
     // then cost one mono copy at the file's rate, not an interleaved one grown by doubling. The header's
     // frame count is only believed up to what the encoded bytes could hold at a generous compression
@@ -133,6 +138,11 @@ std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int
                                  int target_rate) {
     if (!interleaved || n_frames == 0 || sample_rate <= 0 || n_channels <= 0 || target_rate <= 0) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio: need samples, a positive rate and channel count");
+    }
+    if (sample_rate < kMinSampleRate || sample_rate > kMaxSampleRate || target_rate < kMinSampleRate ||
+        target_rate > kMaxSampleRate) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "audio: sample rates must lie within %d..%d Hz (got %d -> %d)", kMinSampleRate,
+             kMaxSampleRate, sample_rate, target_rate);
     }
     std::vector<float> mono(n_frames);
     for (size_t i = 0; i < n_frames; ++i) {

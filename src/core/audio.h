@@ -7,6 +7,12 @@
 
 namespace transcribe {
 
+// Sample rates taken for audio: below 1 kHz a header is not describing sound (and a 4 KB file at 1 Hz
+// would resample into half an hour at 22 kHz: fuzz_audio found that one); 768 kHz is the highest rate
+// audio hardware records.
+constexpr int kMinSampleRate = 1000;
+constexpr int kMaxSampleRate = 768000;
+
 std::vector<float> audio_decode_file(const std::string & path, int target_rate);
 std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate);
 // Interleaved PCM at any rate / channel count to mono at target_rate.
