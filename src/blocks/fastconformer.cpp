@@ -29,10 +29,12 @@ ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor 
 // Full 2-D convolution through an F32 im2col (ggml_conv_2d would round the input to F16).
 ggml_tensor * conv2d_f32(ggml_context * ctx, ggml_tensor * kernel, ggml_tensor * x, int stride, int pad) {
     ggml_tensor * cols = ggml_im2col(ctx, kernel, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32); // [IC*KH*KW, OW, OH, N]
-    ggml_tensor * y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2] * cols->ne[3]),
-                                   ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1] * kernel->ne[2], kernel->ne[3]));
-    y = ggml_reshape_4d(ctx, y, cols->ne[1], cols->ne[2], cols->ne[3], kernel->ne[3]); // [OW, OH, N, OC]
-    return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));                            // [OW, OH, OC, N]
+    const int64_t OW = cols->ne[1], OH = cols->ne[2], N = cols->ne[3], OC = kernel->ne[3];
+    ggml_tensor * y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], OW * OH * N),
+                                   ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1] * kernel->ne[2], OC));
+    y = ggml_reshape_4d(ctx, y, OW, OH, N, OC);
+    return N == 1 ? ggml_reshape_4d(ctx, y, OW, OH, OC, 1)                  // the same bytes: no copy
+                  : ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2)); // [OW, OH, OC, N]
 }
 
 ggml_tensor * add_channel_bias(ggml_context * ctx, ggml_tensor * x, ggml_tensor * b) {
@@ -147,6 +149,9 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     }
 }
 
+// 2T-1 relative positions, padded to a row count tinyBLAS takes (see self_attention).
+int64_t FastConformer::relative_positions(int64_t T) { return GGML_PAD(2 * T - 1, 16); }
+
 int FastConformer::subsampled_length(int n_valid_frames) {
     return ceil_half(ceil_half(ceil_half(n_valid_frames)));
 }
@@ -159,26 +164,37 @@ ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, c
     return linear(ctx, ggml_silu(ctx, linear(ctx, x, up.w, up.b)), down.w, down.b);
 }
 
-// x [d, T], pos [d, 2T-1] (relative positions T-1 ... -(T-1)).
+// x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
+//
+// ggml's fast F32 matmul (tinyBLAS) needs the left operand's row count and the shared dimension to be
+// multiples of 4 and 16 and the right operand contiguous; otherwise it takes a dot product per output,
+// 10x slower here. So the attention runs over T_pad = T rounded up to 16 keys: x is zero-padded, the
+// padded keys' scores are cut off before the softmax and its output is zero-padded back, so those
+// keys get weight exactly 0.
 ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
-    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1];
-    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x, l.q.w, l.q.b), hd, H, T);
-    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x, l.k.w, l.k.b), hd, H, T);
-    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x, l.v.w, l.v.b), hd, H, T);
-    ggml_tensor * p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos), hd, H, 2 * T - 1);
+    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], T_pad = GGML_PAD(T, 16), R = pos->ne[1];
+    ggml_tensor * x_pad = T_pad > T ? ggml_pad(ctx, x, 0, int(T_pad - T), 0, 0) : x;
+    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.q.w, l.q.b), hd, H, T_pad);
+    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.k.w, l.k.b), hd, H, T_pad);
+    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.v.w, l.v.b), hd, H, T_pad);
+    ggml_tensor * p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos), hd, H, R);
 
-    ggml_tensor * q_u = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3); // [hd, T, H]
-    ggml_tensor * q_v = ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3);
-    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u);        // [T_k, T_q, H]
-    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v);        // [2T-1, T_q, H]
-    // Rel-shift: entry (i, j) takes relative position i - j, i.e. raw column T-1-i+j. With a row
-    // stride of 2T-2 elements starting at column T-1 this is a plain strided view.
-    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, T, T, H, size_t(2 * T - 2) * sizeof(float), bd->nb[2],
+    ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3)); // [hd, T_pad, H]
+    ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
+    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u);        // [T_pad keys, T_pad queries, H]
+    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v);        // [R, T_pad queries, H]
+    ac = ggml_view_3d(ctx, ac, T, T, H, ac->nb[1], ac->nb[2], 0);
+    // Rel-shift: entry (i, j) takes relative position i - j, i.e. raw column T-1-i+j of row i. With a
+    // row stride of R-1 elements starting at column T-1 this is a plain strided view.
+    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, T, T, H, size_t(R - 1) * sizeof(float), bd->nb[2],
                                             size_t(T - 1) * sizeof(float));
     ggml_tensor * scores = ggml_add(ctx, ac, bd_shifted);
-    ggml_tensor * attn   = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(float(hd)), 0.0f);
-    ggml_tensor * v_t    = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T, hd, H]
-    ggml_tensor * o      = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T_q, H]
+    ggml_tensor * attn   = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(float(hd)), 0.0f); // [T, T, H]
+    if (T_pad > T) {
+        attn = ggml_pad(ctx, attn, int(T_pad - T), 0, 0, 0);
+    }
+    ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T_pad, hd, H]
+    ggml_tensor * o   = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T, H]
     o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                    // [hd, H, T]
     return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);
 }
@@ -228,7 +244,7 @@ ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * 
     if (taps) {
         taps->pre_encode = x;
     }
-    ggml_tensor * pos = g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, 2 * T - 1);
+    ggml_tensor * pos = g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T));
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
         x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff1), l.ff1_up, l.ff1_down), 0.5f));
@@ -267,7 +283,7 @@ void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_
         tensor_set(m, v);
     }
     const int64_t d = hp_.d_model, T = subsampled_length(n_valid);
-    std::vector<float> pe(size_t(d) * size_t(2 * T - 1));
+    std::vector<float> pe(size_t(d) * size_t(relative_positions(T)), 0.0f);
     for (int64_t r = 0; r < 2 * T - 1; ++r) {
         const double p = double(T - 1 - r);
         for (int64_t k = 0; k < d / 2; ++k) {

@@ -38,6 +38,7 @@ public:
 
     // Valid lengths after each stride-2 stage: ceil(L/2) three times.
     static int subsampled_length(int n_valid_frames);
+    static int64_t relative_positions(int64_t T);
 
     struct Taps {
         ggml_tensor * pre_encode = nullptr; // [d_model, T]

@@ -147,7 +147,7 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
             prefill_graphs_.clear();
             return prefill(prompt, logits, input_embd);
         }
-        auto g = std::make_unique<Graph>(16384);
+        auto g = std::make_unique<Graph>(16384, "prefill");
         ggml_context * ctx = g->ctx();
         ggml_tensor * x = nullptr;
         for (size_t i = 0; i < prompt.size(); ++i) {
@@ -207,7 +207,7 @@ Graph & Qwen3Decoder::decode_graph(int n_kv) {
     if (slot) {
         return *slot;
     }
-    auto g = std::make_unique<Graph>(16384);
+    auto g = std::make_unique<Graph>(16384, "decode");
     ggml_context * ctx = g->ctx();
     ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, 1));
     ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, 1);

@@ -46,7 +46,7 @@ ggml_backend_dev_t select_device(transcribe_backend backend, int device_index) {
     return ggml_backend_reg_dev_get(reg, size_t(device_index));
 }
 
-Graph::Graph(size_t max_nodes) {
+Graph::Graph(size_t max_nodes, std::string label) : label_(std::move(label)) {
     ggml_init_params params = {
         /*mem_size   =*/ggml_tensor_overhead() * max_nodes * 2 + ggml_graph_overhead_custom(max_nodes, false),
         /*mem_buffer =*/nullptr,
@@ -114,6 +114,9 @@ void Executor::init(int n_threads) {
     if (!sched_) {
         fail(TRANSCRIBE_ERR_BACKEND, "cannot create the graph scheduler");
     }
+    if (profile_) {
+        profile_->attach(sched_);
+    }
 }
 
 Executor::~Executor() { release(); }
@@ -163,6 +166,9 @@ void Executor::allocate(Graph & g) {
 
 void Executor::run(Graph & g) {
     ggml_status st = GGML_STATUS_ALLOC_FAILED;
+    if (profile_) {
+        profile_->begin(g.label());
+    }
     try {
         st = ggml_backend_sched_graph_compute(sched_, g.graph());
     } catch (const std::bad_alloc &) {

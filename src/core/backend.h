@@ -4,6 +4,8 @@
 
 #include "transcribe.h"
 
+#include "op_profile.h"
+
 #include "ggml-backend.h"
 #include "ggml.h"
 
@@ -21,7 +23,8 @@ const char * backend_name(transcribe_backend backend);
 // A graph plus the context holding its tensor metadata; inputs are found by name.
 class Graph {
 public:
-    explicit Graph(size_t max_nodes);
+    // LABEL names the stage in profiles (see op_profile.h).
+    explicit Graph(size_t max_nodes, std::string label = "graph");
     ~Graph();
     Graph(const Graph &) = delete;
     Graph & operator=(const Graph &) = delete;
@@ -32,11 +35,13 @@ public:
     ggml_tensor *  get(const char * name) const; // an input or an output marked with output()
     void           output(ggml_tensor * t, const char * name);
     void           expand(ggml_tensor * t) { ggml_build_forward_expand(gf_, t); }
+    const std::string & label() const { return label_; }
 
 private:
     ggml_context * ctx_ = nullptr;
     ggml_cgraph *  gf_  = nullptr;
     std::map<std::string, ggml_tensor *> named_;
+    std::string    label_;
 };
 
 // Backend instances for one session (the model's device plus the CPU for ops it lacks) and the
@@ -70,6 +75,7 @@ private:
     int                          n_threads_;
     std::vector<ggml_backend_t>  backends_;
     ggml_backend_sched_t         sched_ = nullptr;
+    std::unique_ptr<OpProfile>   profile_ = OpProfile::from_env();
 };
 
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes);

@@ -134,7 +134,7 @@ Graph & CanaryQwenSession::encoder_graph(int n_frames, int n_valid) {
             encoder_graphs_.clear();
             return encoder_graph(n_frames, n_valid);
         }
-        auto g = std::make_unique<Graph>(16384);
+        auto g = std::make_unique<Graph>(16384, "encoder");
         FastConformer::Taps taps;
         ggml_tensor * enc = model_.encoder_.build(*g, n_frames, n_valid, &taps);
         ggml_tensor * proj = ggml_add(g->ctx(), ggml_mul_mat(g->ctx(), model_.proj_w_, enc), model_.proj_b_);
