@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -256,4 +259,40 @@ TEST_F(Api, Null_and_invalid_arguments_are_rejected) {
     EXPECT_EQ(transcribe_model_load(test::model("canary-qwen-tiny-f32.gguf").c_str(), &lp, &m), TRANSCRIBE_ERR_BACKEND);
     EXPECT_STREQ(transcribe_status_string(TRANSCRIBE_ERR_OUTPUT_TRUNCATED), "OUTPUT_TRUNCATED");
     EXPECT_EQ(transcribe_result_text(nullptr), std::string());
+}
+
+// TRANSCRIBE_PROFILE=FILE: a session run node by node writes its per-op table on ending, and gives
+// the same tokens as one run unprofiled.
+TEST_F(Api, Profile_env_writes_an_op_table_and_changes_nothing) {
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 8; // a budget the fixture clip overruns: the run ends TRUNCATED with its tokens
+    transcribe_session * plain = session();
+    transcribe_result * r = nullptr;
+    ASSERT_EQ(transcribe_run(plain, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    const std::vector<int32_t> expected = tokens(r);
+    transcribe_result_free(r);
+    transcribe_session_free(plain);
+
+    const std::string path = ::testing::TempDir() + "transcribe-profile.txt";
+    std::remove(path.c_str());
+    setenv("TRANSCRIBE_PROFILE", path.c_str(), 1);
+    transcribe_session * profiled = session();
+    unsetenv("TRANSCRIBE_PROFILE");
+    ASSERT_EQ(transcribe_run(profiled, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    EXPECT_EQ(tokens(r).size(), 8u);
+    EXPECT_EQ(tokens(r), expected);
+    transcribe_result_free(r);
+    transcribe_session_free(profiled);
+
+    std::FILE * f = std::fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr) << path;
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+        text.append(buf, n);
+    }
+    std::fclose(f);
+    for (const char * want : {"profile: encoder", "profile: prefill", "profile: decode", "MUL_MAT f32", "FLASH_ATTN_EXT", "GFLOP/s"}) {
+        EXPECT_NE(text.find(want), std::string::npos) << want << " missing from\n" << text;
+    }
 }
