@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Write the Qwen3 half of a transcribe Canary-Qwen GGUF as a GGUF llama.cpp reads (arch qwen3), with
 every tensor copied byte for byte (same dtypes, quantized or not), so llama-bench and transcribe-bench
-run the very same LM weights.  usage: export-llama-qwen3.py IN.gguf OUT.gguf"""
+run the very same LM weights. The one exception: a q/v weight stored with its LoRA adapter beside it
+(unquantized files; llama-bench takes no adapter) is written merged, W + B A rounded to W's dtype: the
+plain model a llama.cpp user would run, with fewer bytes and matmuls than ours.
+usage: export-llama-qwen3.py IN.gguf OUT.gguf"""
 import os
 import sys
 from pathlib import Path
@@ -36,8 +39,11 @@ def main():
     w.add_eos_token_id(f["tokenizer.ggml.eos_token_id"])
     w.add_pad_token_id(f["tokenizer.ggml.padding_token_id"])
     w.add_add_bos_token(False)
+    tensors = {t.name: t for t in r.tensors}
     for t in r.tensors:
         name = t.name
+        if name.endswith(".lora_a") or name.endswith(".lora_b"):
+            continue
         if name.startswith("llm.blk."):
             name = name[len("llm."):]
         elif name == "llm.output_norm.weight":
@@ -46,6 +52,21 @@ def main():
             continue
         shape = [int(x) for x in reversed(t.shape.tolist())]  # numpy order
         data = np.asarray(t.data)
+        lora_a = tensors.get(t.name[: -len(".weight")] + ".lora_a")
+        if lora_a is not None:
+            a = np.asarray(lora_a.data, dtype=np.float32).reshape([int(x) for x in reversed(lora_a.shape.tolist())])
+            lb = tensors[t.name[: -len(".weight")] + ".lora_b"]
+            b = np.asarray(lb.data, dtype=np.float32).reshape([int(x) for x in reversed(lb.shape.tolist())])
+            if t.tensor_type == gguf.GGMLQuantizationType.BF16:
+                base = (data.reshape(shape).astype(np.uint32) << 16).view(np.float32)
+            else:
+                base = data.reshape(shape).astype(np.float32)
+            merged = base + b @ a
+            if t.tensor_type == gguf.GGMLQuantizationType.BF16:
+                u = np.ascontiguousarray(merged, dtype=np.float32).view(np.uint32)
+                data = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            else:
+                data = merged.astype(data.dtype)
         if t.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
             w.add_tensor(name, data.reshape(shape))
         elif data.dtype == np.uint8:  # block-quantized: the writer takes the byte shape

@@ -8,7 +8,12 @@ file is memory-mapped and read directly (BF16 included), and tensors are written
 Storage policy (see the issue and spec section 6):
   * norms, biases, BatchNorm statistics, positional biases, the mel window/filterbank: F32
   * convolution kernels (subsampling and depthwise): F32 (ggml's depthwise conv is only trusted in F32)
-  * LoRA-merged q_proj / v_proj: F32 (re-rounding the merge to BF16 moves logits by ~4 on the real model)
+  * LoRA on q_proj / v_proj: not merged. The base weight is a matrix like any other and the adapter is
+    stored beside it in F32 as attn_{q,v}.lora_a = A [r, in] and attn_{q,v}.lora_b = (alpha/r)*B [out, r];
+    the model adds B(A x) to W x. That is the FP32 merge W + (alpha/r)*B*A of the spec computed in the
+    other order, without re-rounding the merge to BF16 (which moves logits by ~4 on the real model) or
+    storing the merged matrix in F32 (twice the bytes of the largest-but-one projection).
+    transcribe-quantize merges the two in F32 before quantizing.
   * every other matrix: --outtype (bf16 default; the checkpoint is BF16 so bf16 is lossless)
 """
 
@@ -309,7 +314,7 @@ def build_plan(st: SafeTensors, hp: dict, lm: dict, outtype: str) -> Plan:
     p.matrix("proj.weight", "perception.proj.weight", (lm["hidden"], d))
     p.f32("proj.bias", "perception.proj.bias", (lm["hidden"],))
 
-    # Qwen3 with LoRA merged in FP32
+    # Qwen3, with the LoRA adapters of q/v beside their base weights
     hd, nh, nkv, hid = lm["head_dim"], lm["n_heads"], lm["n_kv_heads"], lm["hidden"]
     p.matrix("token_embd.weight", "embed_tokens.weight", (lm["vocab"], hid))
     for j in range(lm["n_layers"]):
@@ -326,13 +331,13 @@ def build_plan(st: SafeTensors, hp: dict, lm: dict, outtype: str) -> Plan:
                 p.need(base + "lora_A.default.weight", (r, hid))
                 p.need(base + "lora_B.default.weight", (rows, r))
 
-                def merged(base=base):
-                    w = st.f32(base + "base_layer.weight")
-                    a = st.f32(base + "lora_A.default.weight")
-                    b = st.f32(base + "lora_B.default.weight")
-                    return (w + np.float32(hp["lora_scale"]) * (b @ a)).astype(np.float32)
+                p.matrix(o + f"attn_{proj}.weight", base + "base_layer.weight", (rows, hid))
+                p.f32(o + f"attn_{proj}.lora_a", base + "lora_A.default.weight", (r, hid))
 
-                p.custom(o + f"attn_{proj}.weight", (rows, hid), "f32", merged)
+                def scaled_b(base=base):
+                    return (np.float32(hp["lora_scale"]) * st.f32(base + "lora_B.default.weight")).astype(np.float32)
+
+                p.custom(o + f"attn_{proj}.lora_b", (rows, r), "f32", scaled_b)
             else:
                 p.matrix(o + f"attn_{proj}.weight", base + "weight", (rows, hid))
         p.matrix(o + "attn_output.weight", s + "self_attn.o_proj.weight", (hid, nh * hd))

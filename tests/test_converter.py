@@ -145,12 +145,13 @@ class ConverterOutput(unittest.TestCase):
         T = gguf.GGMLQuantizationType
         self.assertEqual(self.tensors["token_embd.weight"].tensor_type, T.BF16)
         self.assertEqual(self.tensors["enc.blk.0.attn.q.weight"].tensor_type, T.BF16)
-        for name in ("llm.blk.0.attn_q.weight", "llm.blk.0.attn_v.weight", "mel.window", "mel.filterbank",
+        self.assertEqual(self.tensors["llm.blk.0.attn_q.weight"].tensor_type, T.BF16)
+        for name in ("llm.blk.0.attn_q.lora_a", "llm.blk.0.attn_q.lora_b", "llm.blk.0.attn_v.lora_b", "mel.window", "mel.filterbank",
                      "enc.blk.0.conv.dw.weight", "enc.sub.conv0.weight", "enc.blk.0.conv.bn.running_var",
                      "enc.blk.0.attn.q.bias", "llm.blk.0.attn_norm.weight"):
             self.assertEqual(self.tensors[name].tensor_type, T.F32, name)
 
-    def test_lora_merged_in_fp32_with_config_scale(self):
+    def test_lora_beside_its_base_weight_with_config_scale(self):
         header, n = read_safetensors_header(FIXTURE / "checkpoint" / "model.safetensors")
         raw = np.memmap(FIXTURE / "checkpoint" / "model.safetensors", dtype=np.uint8, mode="r", offset=8 + n)
 
@@ -158,10 +159,23 @@ class ConverterOutput(unittest.TestCase):
             b, e = header[name]["data_offsets"]
             u = raw[b:e].view(np.uint16).astype(np.uint32) << 16
             return u.view(np.float32).reshape(header[name]["shape"]).astype(np.float64)
+
+        def stored(name, shape):
+            t = self.tensors[name]
+            if t.tensor_type == gguf.GGMLQuantizationType.BF16:
+                u = np.array(t.data).view(np.uint16).astype(np.uint32) << 16
+                return u.view(np.float32).reshape(shape).astype(np.float64)
+            return np.array(t.data, dtype=np.float64).reshape(shape)
         p = "llm.base_model.model.model.layers.1.self_attn.v_proj."
-        want = load(p + "base_layer.weight") + 4.0 * load(p + "lora_B.default.weight") @ load(p + "lora_A.default.weight")
-        got = np.array(self.tensors["llm.blk.1.attn_v.weight"].data, dtype=np.float64).reshape(want.shape)
-        self.assertLess(np.abs(got - want).max(), 1e-6)
+        base, a, b = load(p + "base_layer.weight"), load(p + "lora_A.default.weight"), load(p + "lora_B.default.weight")
+        got_w = stored("llm.blk.1.attn_v.weight", base.shape)
+        got_a = stored("llm.blk.1.attn_v.lora_a", a.shape)
+        got_b = stored("llm.blk.1.attn_v.lora_b", b.shape)
+        self.assertTrue(np.array_equal(got_w, base))
+        self.assertTrue(np.array_equal(got_a, a))
+        self.assertLess(np.abs(got_b - 4.0 * b).max(), 1e-7)  # lora_alpha / r = 16 / 4 from the config
+        # Together they are the spec's FP32 merge W + (alpha/r) B A.
+        self.assertLess(np.abs(got_w + got_b @ got_a - (base + 4.0 * b @ a)).max(), 1e-6)
         # BF16 weights are copied bit-exactly.
         b, e = header["embed_tokens.weight"]["data_offsets"]
         self.assertTrue(np.array_equal(np.array(self.tensors["token_embd.weight"].data).view(np.uint16).ravel(),

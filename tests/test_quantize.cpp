@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 using namespace transcribe;
@@ -141,4 +142,69 @@ TEST(Repack, Repacked_model_matches_the_plain_layout) {
         EXPECT_LE(logits, 8.0f) << clip;
         std::printf("repack vs plain %s: pre_encode %.3g, proj_out %.3g, step logits %.3g\n", clip, pre, proj, logits);
     }
+}
+
+// The converter keeps q/v's LoRA adapter beside the base weight. A quantized preset merges it into the
+// weight (F32, before quantizing); F16 keeps it as it is. The merged Q8_0 weight is checked against
+// W + B A computed here from the F32 file, to within Q8_0's rounding (half a step of each block's scale).
+TEST(Quantize, Lora_adapters_are_merged_for_quantized_types_and_kept_beside_f16) {
+    WeightOptions options;
+    options.cpu_repack = false; // read back in the file's layout
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    auto dequantized = [](const ggml_tensor * t) {
+        std::vector<uint8_t> raw(ggml_nbytes(t));
+        ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
+        std::vector<float> out(size_t(ggml_nelements(t)));
+        if (t->type == GGML_TYPE_F32) {
+            std::memcpy(out.data(), raw.data(), raw.size());
+        } else {
+            ggml_get_type_traits(t->type)->to_float(raw.data(), out.data(), ggml_nelements(t));
+        }
+        return out;
+    };
+    ModelFile f32(test::model("canary-qwen-tiny-f32.gguf"), options);
+    ModelFile q8(test::model("canary-qwen-tiny-Q8_0.gguf"), options);
+    ModelFile f16(test::model("canary-qwen-tiny-F16.gguf"), options);
+    const std::string q = "llm.blk.1.attn_q";
+    const ggml_tensor * w = f32.find(q + ".weight");
+    const ggml_tensor * a = f32.find(q + ".lora_a");
+    const ggml_tensor * b = f32.find(q + ".lora_b");
+    ASSERT_TRUE(w && a && b);
+    f32.load_weights(cpu);
+    q8.load_weights(cpu);
+    EXPECT_EQ(q8.find(q + ".lora_a"), nullptr);
+    EXPECT_EQ(q8.find(q + ".lora_b"), nullptr);
+    ASSERT_NE(f16.find(q + ".lora_a"), nullptr);
+    EXPECT_EQ(f16.find(q + ".lora_a")->type, GGML_TYPE_F32);
+    EXPECT_EQ(f16.find(q + ".weight")->type, GGML_TYPE_F16);
+
+    const ggml_tensor * merged = q8.find(q + ".weight");
+    ASSERT_EQ(merged->type, GGML_TYPE_Q8_0);
+    const int64_t n_in = w->ne[0], n_out = w->ne[1], rank = a->ne[1];
+    const std::vector<float> W = dequantized(w), A = dequantized(a), B = dequantized(b), M = dequantized(merged);
+    double max_err = 0, max_allowed = 0, max_delta = 0;
+    for (int64_t i = 0; i < n_out; ++i) {
+        for (int64_t j0 = 0; j0 < n_in; j0 += 32) {
+            std::vector<double> want(32);
+            double amax = 0;
+            for (int64_t j = j0; j < j0 + 32; ++j) {
+                double delta = 0;
+                for (int64_t k = 0; k < rank; ++k) {
+                    delta += double(B[size_t(i * rank + k)]) * double(A[size_t(k * n_in + j)]);
+                }
+                want[size_t(j - j0)] = double(W[size_t(i * n_in + j)]) + delta;
+                amax = std::max(amax, std::abs(want[size_t(j - j0)]));
+                max_delta = std::max(max_delta, std::abs(delta));
+            }
+            // Q8_0: q = round(x / d) with d = amax / 127, stored in F16: off by d/2 + 127 d 2^-11 at most.
+            const double half_step = amax / 127.0 / 2.0 * 1.13 + 1e-7;
+            for (int64_t j = j0; j < j0 + 32; ++j) {
+                const double err = std::abs(double(M[size_t(i * n_in + j)]) - want[size_t(j - j0)]);
+                max_err = std::max(max_err, err / half_step);
+                max_allowed = std::max(max_allowed, half_step);
+            }
+        }
+    }
+    EXPECT_LE(max_err, 1.0) << "worst error in half Q8_0 steps";
+    EXPECT_GT(max_delta, 4 * max_allowed) << "the adapter's contribution must be visible above the rounding";
 }

@@ -44,9 +44,9 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
         const std::string b = p + ".blk." + std::to_string(i) + ".";
         Layer & l  = layers_[size_t(i)];
         l.attn_norm = f.tensor(b + "attn_norm.weight", {h}, F32);
-        l.q         = f.matmul_weight(b + "attn_q.weight", {h, q_dim});
+        l.q         = projection(f, b + "attn_q", h, q_dim);
         l.k         = f.matmul_weight(b + "attn_k.weight", {h, kv_dim});
-        l.v         = f.matmul_weight(b + "attn_v.weight", {h, kv_dim});
+        l.v         = projection(f, b + "attn_v", h, kv_dim);
         l.o         = f.matmul_weight(b + "attn_output.weight", {q_dim, h});
         l.q_norm    = f.tensor(b + "attn_q_norm.weight", {hp.head_dim}, F32);
         l.k_norm    = f.tensor(b + "attn_k_norm.weight", {hp.head_dim}, F32);
@@ -55,6 +55,22 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
         l.up        = f.matmul_weight(b + "ffn_up.weight", {h, hp.ff_dim});
         l.down      = f.matmul_weight(b + "ffn_down.weight", {hp.ff_dim, h});
     }
+}
+
+Qwen3::Projection Qwen3::projection(const ModelFile & f, const std::string & name, int64_t n_in, int64_t n_out) const {
+    Projection p;
+    p.w = f.matmul_weight(name + ".weight", {n_in, n_out});
+    if (const ggml_tensor * a = f.find(name + ".lora_a")) {
+        const int64_t rank = a->ne[1];
+        p.lora_a = f.tensor(name + ".lora_a", {n_in, rank}, F32);
+        p.lora_b = f.tensor(name + ".lora_b", {rank, n_out}, F32);
+    }
+    return p;
+}
+
+ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const {
+    ggml_tensor * y = ggml_mul_mat(ctx, p.w, x);
+    return p.lora_a ? ggml_add(ctx, y, ggml_mul_mat(ctx, p.lora_b, ggml_mul_mat(ctx, p.lora_a, x))) : y;
 }
 
 ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
@@ -70,9 +86,9 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
     for (size_t il = 0; il < layers_.size(); ++il) {
         const Layer & l = layers_[il];
         ggml_tensor * h = rms_norm(x, l.attn_norm);
-        ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.q, h), hd, nh, T), l.q_norm));
+        ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, apply(ctx, l.q, h), hd, nh, T), l.q_norm));
         ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k, h), hd, nkv, T), l.k_norm));
-        ggml_tensor * v = ggml_mul_mat(ctx, l.v, h);
+        ggml_tensor * v = apply(ctx, l.v, h);
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
         // hang off the set_rows results so the writes are ordered before the reads.

@@ -43,8 +43,15 @@ public:
     ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ggml_mul_mat(ctx, tok_embd_, h); }
 
 private:
+    // A projection W x, plus B (A x) where the file keeps a LoRA adapter beside W (B pre-scaled).
+    struct Projection {
+        ggml_tensor * w = nullptr, * lora_a = nullptr, * lora_b = nullptr;
+    };
+    Projection    projection(const ModelFile & f, const std::string & name, int64_t n_in, int64_t n_out) const;
+    ggml_tensor * apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const;
     struct Layer {
-        ggml_tensor * attn_norm, * q, * k, * v, * o, * q_norm, * k_norm, * ffn_norm, * gate, * up, * down;
+        Projection    q, v;
+        ggml_tensor * attn_norm, * k, * o, * q_norm, * k_norm, * ffn_norm, * gate, * up, * down;
     };
     Qwen3HParams       hp_;
     ggml_tensor *      tok_embd_   = nullptr;

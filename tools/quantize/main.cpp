@@ -41,6 +41,40 @@ bool to_f32(ggml_type type, const void * src, float * dst, int64_t n) {
     return true;
 }
 
+// A LoRA adapter stored beside its base weight (see scripts/convert-canary-qwen.py): "X.weight" has
+// "X.lora_a" = A [rank x in] and "X.lora_b" = scaled B [out x rank].
+std::string lora_name(const std::string & weight, const char * part) {
+    const std::string stem = weight.size() > 7 ? weight.substr(0, weight.size() - 7) : weight;
+    return stem + "." + part;
+}
+bool is_lora(const std::string & name) {
+    auto ends = [&](const char * t) { return name.size() > std::strlen(t) && name.compare(name.size() - std::strlen(t), std::string::npos, t) == 0; };
+    return ends(".lora_a") || ends(".lora_b");
+}
+
+// W += B A in F32, rows of W split across threads (28 x 2 merges of 2048 x 128 x 2048 for the real model).
+void merge_lora(float * w, const float * a, const float * b, int64_t n_out, int64_t n_in, int64_t rank, int n_threads) {
+    std::vector<std::thread> pool;
+    const int64_t step = (n_out + n_threads - 1) / n_threads;
+    for (int64_t r0 = 0; r0 < n_out; r0 += step) {
+        pool.emplace_back([=] {
+            for (int64_t i = r0; i < std::min(n_out, r0 + step); ++i) {
+                float * wi = w + i * n_in;
+                for (int64_t k = 0; k < rank; ++k) {
+                    const float bik = b[i * rank + k];
+                    const float * ak = a + k * n_in;
+                    for (int64_t j = 0; j < n_in; ++j) {
+                        wi[j] += bik * ak[j];
+                    }
+                }
+            }
+        });
+    }
+    for (auto & th : pool) {
+        th.join();
+    }
+}
+
 } // namespace
 
 int main(int argc, char ** argv) {
@@ -74,15 +108,37 @@ int main(int argc, char ** argv) {
     const int64_t n = gguf_get_n_tensors(in);
     ggml_init_params op = {ggml_tensor_overhead() * size_t(n + 1), nullptr, true};
     ggml_context * out_meta = ggml_init(op);
-    std::vector<ggml_tensor *> out_tensors;
+    std::vector<ggml_tensor *> out_tensors(size_t(n), nullptr); // null: not written (a merged LoRA adapter)
     std::map<std::string, int> counts;
+    // A base weight that gets a quantized type takes its LoRA adapter merged in (F32, before quantizing):
+    // the adapter's extra matmuls would cost more than its precision gains at these bit widths.
+    std::map<std::string, bool> merged; // base weight name -> adapter merged
     for (int64_t i = 0; i < n; ++i) {
         ggml_tensor * t = ggml_get_tensor(meta, gguf_get_tensor_name(in, i));
-        const ggml_type type = choose_type(*preset, ggml_get_name(t), t->ne, ggml_n_dims(t), t->type, n_llm_layers);
+        const std::string name = ggml_get_name(t);
+        const ggml_type type = choose_type(*preset, name, t->ne, ggml_n_dims(t), t->type, n_llm_layers);
+        if (ggml_get_tensor(meta, lora_name(name, "lora_a").c_str()) && ggml_get_tensor(meta, lora_name(name, "lora_b").c_str())) {
+            merged[name] = ggml_is_quantized(type);
+        }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        ggml_tensor * t = ggml_get_tensor(meta, gguf_get_tensor_name(in, i));
+        const std::string name = ggml_get_name(t);
+        if (is_lora(name)) {
+            const std::string base = name.substr(0, name.size() - 7) + ".weight";
+            auto it = merged.find(base);
+            if (it == merged.end()) {
+                return die(in_path + ": LoRA tensor " + name + " without its base weight and pair");
+            }
+            if (it->second) {
+                continue;
+            }
+        }
+        const ggml_type type = choose_type(*preset, name, t->ne, ggml_n_dims(t), t->type, n_llm_layers);
         ggml_tensor * o = ggml_new_tensor(out_meta, type, GGML_MAX_DIMS, t->ne);
-        ggml_set_name(o, ggml_get_name(t));
+        ggml_set_name(o, name.c_str());
         gguf_add_tensor(out, o);
-        out_tensors.push_back(o);
+        out_tensors[size_t(i)] = o;
         ++counts[ggml_type_name(type)];
     }
     FILE * fout = std::fopen(out_path.c_str(), "wb");
@@ -100,17 +156,40 @@ int main(int argc, char ** argv) {
     for (int64_t i = 0; i < n; ++i) {
         ggml_tensor * src = ggml_get_tensor(meta, gguf_get_tensor_name(in, i));
         ggml_tensor * dst = out_tensors[size_t(i)];
-        raw.resize(ggml_nbytes(src));
-        if (fseeko(fin, off_t(data_offset + gguf_get_tensor_offset(in, i)), SEEK_SET) != 0 ||
-            std::fread(raw.data(), 1, raw.size(), fin) != raw.size()) {
+        if (!dst) {
+            continue;
+        }
+        auto read_tensor = [&](const ggml_tensor * t, std::vector<uint8_t> & buf) {
+            const int64_t id = gguf_find_tensor(in, ggml_get_name(t));
+            buf.resize(ggml_nbytes(t));
+            return fseeko(fin, off_t(data_offset + gguf_get_tensor_offset(in, id)), SEEK_SET) == 0 &&
+                   std::fread(buf.data(), 1, buf.size(), fin) == buf.size();
+        };
+        if (!read_tensor(src, raw)) {
             return die(in_path + ": truncated at tensor " + ggml_get_name(src));
         }
         const uint8_t * data = raw.data();
+        const auto merge = merged.find(ggml_get_name(src));
         if (dst->type != src->type) {
             const int64_t nrows = ggml_nrows(src), per_row = src->ne[0];
             f32.resize(size_t(ggml_nelements(src)));
             if (!to_f32(src->type, raw.data(), f32.data(), ggml_nelements(src))) {
                 return die(std::string("cannot convert tensor ") + ggml_get_name(src) + " from " + ggml_type_name(src->type));
+            }
+            if (merge != merged.end() && merge->second) {
+                const ggml_tensor * a = ggml_get_tensor(meta, lora_name(merge->first, "lora_a").c_str());
+                const ggml_tensor * b = ggml_get_tensor(meta, lora_name(merge->first, "lora_b").c_str());
+                const int64_t rank = a->ne[1];
+                if (a->type != GGML_TYPE_F32 || b->type != GGML_TYPE_F32 || a->ne[0] != per_row || b->ne[0] != rank ||
+                    b->ne[1] != nrows) {
+                    return die(in_path + ": LoRA adapter of " + merge->first + " has the wrong shape or type");
+                }
+                std::vector<uint8_t> a_raw, b_raw;
+                if (!read_tensor(a, a_raw) || !read_tensor(b, b_raw)) {
+                    return die(in_path + ": truncated at the LoRA adapter of " + merge->first);
+                }
+                merge_lora(f32.data(), reinterpret_cast<const float *>(a_raw.data()),
+                           reinterpret_cast<const float *>(b_raw.data()), nrows, per_row, rank, n_threads);
             }
             packed.resize(ggml_nbytes(dst));
             // Rows split across threads: ggml's quantizers are the slow part of a 5 GB model.
