@@ -1,6 +1,7 @@
 #include "fastconformer.h"
 
 #include "core/error.h"
+#include "core/matmul.h"
 
 #include "ggml-alloc.h"
 
@@ -13,7 +14,7 @@ namespace {
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 
 ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
-    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    ggml_tensor * y = matmul(ctx, w, x);
     return b ? ggml_add(ctx, y, b) : y;
 }
 
@@ -177,7 +178,7 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
     ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.q.w, l.q.b), hd, H, T_pad);
     ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.k.w, l.k.b), hd, H, T_pad);
     ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.v.w, l.v.b), hd, H, T_pad);
-    ggml_tensor * p = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.pos_w, pos), hd, H, R);
+    ggml_tensor * p = ggml_reshape_3d(ctx, matmul(ctx, l.pos_w, pos), hd, H, R);
 
     ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3)); // [hd, T_pad, H]
     ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));

@@ -1,6 +1,7 @@
 #include "qwen3.h"
 
 #include "core/error.h"
+#include "core/matmul.h"
 
 #include "ggml-alloc.h"
 
@@ -69,7 +70,7 @@ Qwen3::Projection Qwen3::projection(const ModelFile & f, const std::string & nam
 }
 
 ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const {
-    ggml_tensor * y = ggml_mul_mat(ctx, p.w, x);
+    ggml_tensor * y = matmul(ctx, p.w, x);
     return p.lora_a ? ggml_add(ctx, y, ggml_mul_mat(ctx, p.lora_b, ggml_mul_mat(ctx, p.lora_a, x))) : y;
 }
 
@@ -87,7 +88,7 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         const Layer & l = layers_[il];
         ggml_tensor * h = rms_norm(x, l.attn_norm);
         ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, apply(ctx, l.q, h), hd, nh, T), l.q_norm));
-        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, ggml_mul_mat(ctx, l.k, h), hd, nkv, T), l.k_norm));
+        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, matmul(ctx, l.k, h), hd, nkv, T), l.k_norm));
         ggml_tensor * v = apply(ctx, l.v, h);
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
@@ -110,11 +111,11 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
             o2 = ggml_view_2d(ctx, o2, o2->ne[0], n_out, o2->nb[1], size_t(T - n_out) * o2->nb[1]);
             x  = ggml_view_2d(ctx, x, x->ne[0], n_out, x->nb[1], size_t(T - n_out) * x->nb[1]);
         }
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.o, o2));
+        x = ggml_add(ctx, x, matmul(ctx, l.o, o2));
 
         ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
-        ggml_tensor * ff = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, l.gate, h2), ggml_mul_mat(ctx, l.up, h2));
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, l.down, ff));
+        ggml_tensor * ff = ggml_swiglu_split(ctx, matmul(ctx, l.gate, h2), matmul(ctx, l.up, h2));
+        x = ggml_add(ctx, x, matmul(ctx, l.down, ff));
     }
     return rms_norm(x, out_norm_);
 }

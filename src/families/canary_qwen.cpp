@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/family.h"
 #include "core/log.h"
+#include "core/matmul.h"
 #include "core/mel.h"
 #include "core/npy.h"
 
@@ -137,7 +138,7 @@ Graph & CanaryQwenSession::encoder_graph(int n_frames, int n_valid) {
         auto g = std::make_unique<Graph>(16384, "encoder");
         FastConformer::Taps taps;
         ggml_tensor * enc = model_.encoder_.build(*g, n_frames, n_valid, &taps);
-        ggml_tensor * proj = ggml_add(g->ctx(), ggml_mul_mat(g->ctx(), model_.proj_w_, enc), model_.proj_b_);
+        ggml_tensor * proj = ggml_add(g->ctx(), matmul(g->ctx(), model_.proj_w_, enc), model_.proj_b_);
         if (dump_enabled()) {
             g->output(taps.pre_encode, "pre_encode");
             g->output(taps.layer0, "enc_layer_0");
