@@ -1,58 +1,73 @@
 #include "matmul.h"
 
-#include "kernels/q8_0_gemm.h"
+#include "kernels/vnni_gemm.h"
 
 #include "ggml-backend.h"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace transcribe {
 
 namespace {
 
-void run_q8_0_gemm(ggml_tensor * dst, int ith, int nth, void *) {
-    const ggml_tensor * w = dst->src[0];
-    const ggml_tensor * x = dst->src[1];
-    Q8_0GemmArgs a;
-    a.w = w->data;
-    a.x = x->data;
-    a.y = static_cast<float *>(dst->data);
-    a.K = w->ne[0];
-    a.M = w->ne[1];
-    a.N = x->ne[1];
+// On x86 ggml's CPU repack buffer holds Q4_K as 8 interleaved rows (its q4_K_8x8 layout).
+bool in_repack_buffer(const ggml_tensor * w) {
+    return w->buffer && std::strcmp(ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer)), "CPU_REPACK") == 0;
+}
+
+// The weight travels as the op's user data rather than as a source: the scheduler would otherwise
+// refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
+// (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
+void run_vnni_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
+    const ggml_tensor * w = static_cast<const ggml_tensor *>(weight);
+    const ggml_tensor * x = dst->src[0];
+    VnniGemmArgs a;
+    a.type    = w->type;
+    a.q4_k_x8 = in_repack_buffer(w);
+    a.w       = w->data;
+    a.x       = x->data;
+    a.y       = static_cast<float *>(dst->data);
+    a.K       = w->ne[0];
+    a.M       = w->ne[1];
+    a.N       = x->ne[1];
     a.w_row_bytes  = w->nb[1];
     a.x_row_bytes  = x->nb[1];
     a.y_row_floats = dst->nb[1] / sizeof(float);
-    q8_0_gemm(a, ith, nth);
+    vnni_gemm(a, ith, nth);
 }
 
-// TRANSCRIBE_NO_Q8_0_GEMM=1 leaves every product to ggml (for benchmarks against it).
-bool disabled_by_env() {
-    static const bool off = [] {
-        const char * v = std::getenv("TRANSCRIBE_NO_Q8_0_GEMM");
-        return v && *v && *v != '0';
+// TRANSCRIBE_NO_VNNI_GEMM=1 leaves every product to ggml (for benchmarks against it).
+bool enabled() {
+    static const bool on = [] {
+        const char * v = std::getenv("TRANSCRIBE_NO_VNNI_GEMM");
+        return vnni_gemm_supported() && !(v && *v && *v != '0');
     }();
-    return off;
+    return on;
 }
 
 } // namespace
 
-bool q8_0_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
-    return w->type == GGML_TYPE_Q8_0 && w->buffer && ggml_backend_buffer_is_host(w->buffer) && !w->extra &&
-           ggml_is_contiguous(w) && w->ne[0] % 32 == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
+bool vnni_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
+    const bool host_layout = w->buffer && ggml_backend_buffer_is_host(w->buffer) && !w->extra;
+    const bool repacked    = w->type == GGML_TYPE_Q4_K && in_repack_buffer(w);
+    return enabled() && vnni_gemm_handles(w->type) && (host_layout || repacked) && ggml_is_contiguous(w) &&
+           w->ne[0] % vnni_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
            x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == w->ne[0] && x->ne[2] == 1 &&
-           x->ne[3] == 1 && x->ne[1] >= Q8_0_GEMM_MIN_COLS && q8_0_gemm_supported() && !disabled_by_env();
+           x->ne[3] == 1 && x->ne[1] >= VNNI_GEMM_MIN_COLS;
 }
 
-ggml_tensor * q8_0_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    ggml_tensor * xq = ggml_cast(ctx, x, GGML_TYPE_Q8_0);
-    ggml_tensor * args[] = {w, xq};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, run_q8_0_gemm, GGML_N_TASKS_MAX,
-                          nullptr);
+ggml_tensor * vnni_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+    ggml_tensor * xq = ggml_cast(ctx, x, vnni_gemm_activation_type(w->type));
+    ggml_tensor * args[] = {xq};
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 1, run_vnni_gemm,
+                                     GGML_N_TASKS_MAX, w);
+    ggml_format_name(y, "vnni_gemm %s", ggml_type_name(w->type));
+    return y;
 }
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    return q8_0_gemm_applies(w, x) ? q8_0_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x);
+    return vnni_gemm_applies(w, x) ? vnni_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x);
 }
 
 } // namespace transcribe

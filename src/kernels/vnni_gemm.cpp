@@ -1,0 +1,443 @@
+#include "vnni_gemm.h"
+
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TRANSCRIBE_VNNI_GEMM 1
+#include <immintrin.h>
+// GCC 12 takes the undefined first operand inside some AVX-512 intrinsics for an uninitialised read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#endif
+
+namespace transcribe {
+
+namespace {
+
+// ggml's block layouts (ggml-common.h), checked against ggml_type_size() before any kernel runs.
+constexpr int    QK8_0      = 32;
+constexpr size_t Q8_0_BYTES = 2 + QK8_0;              // F16 scale, 32 signed bytes
+constexpr int    QK_K       = 256;
+constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;  // F16 d, F16 dmin, 6-bit scales/mins, nibbles
+constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;      // F32 scale, 256 signed bytes, 16 sums of 16
+
+constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
+constexpr int TILE_COLS  = 4;  // activation columns per register tile
+
+bool layouts_match() {
+    return ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
+           ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
+           ggml_type_size(GGML_TYPE_Q8_K) == Q8_K_BYTES && ggml_blck_size(GGML_TYPE_Q8_K) == QK_K;
+}
+
+} // namespace
+
+#if TRANSCRIBE_VNNI_GEMM
+
+namespace {
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+
+// Per-thread scratch, grown to the largest shape seen and reused (no allocation per call after that).
+struct Scratch {
+    std::vector<uint8_t> panel_storage; // unpacked weights, + alignment slack
+    std::vector<uint8_t> panel_scales;  // per-block row scales of the panel, + alignment slack
+    std::vector<float>   x_scale;       // [column][block]
+    std::vector<int32_t> x_sums;        // [column][block][...]: what the type's kernel needs of the block sums
+
+    static uint8_t * aligned(std::vector<uint8_t> & v, size_t bytes) {
+        if (v.size() < bytes + 64) {
+            v.resize(bytes + 64);
+        }
+        const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+        return reinterpret_cast<uint8_t *>((p + 63) & ~uintptr_t(63));
+    }
+};
+
+thread_local Scratch scratch;
+
+VNNI_TARGET inline float half_to_float(const uint8_t * p) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof(h));
+    return _cvtsh_ss(h);
+}
+
+VNNI_TARGET inline __m512i broadcast4(const uint8_t * p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm512_set1_epi32(v);
+}
+
+// Byte offsets of 16 consecutive weight rows, for gathers.
+VNNI_TARGET inline __m512i row_offsets(size_t row_bytes) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32(int(row_bytes)));
+}
+
+// ---- Q8_0 weights x Q8_0 activations -------------------------------------------------------------
+//
+// VPDPBUSD multiplies unsigned by signed bytes. The weights are made unsigned (w + 128: the sign bit
+// flipped) and the activations stay signed; each block's sum then carries 128 * sum(x), which the
+// accumulator starts from minus, so the integer result is exactly sum(w * x).
+struct Q8_0Kernel {
+    static constexpr int    BLOCK        = QK8_0;
+    static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK8_0;  // unpacked bytes per block
+    static constexpr size_t SCALES_BLOCK = PANEL_ROWS * sizeof(float);  // row scales per block
+    static constexpr int    SUMS         = 1;                           // x_sums per block
+
+    VNNI_TARGET static void prepare_activations(const VnniGemmArgs & a, Scratch & s) {
+        const int64_t nb = a.K / BLOCK;
+        s.x_scale.resize(size_t(a.N * nb));
+        s.x_sums.resize(size_t(a.N * nb));
+        const __m256i ones = _mm256_set1_epi8(1);
+        for (int64_t n = 0; n < a.N; ++n) {
+            const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t * blk = row + size_t(b) * Q8_0_BYTES;
+                const __m256i part = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 2)));
+                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(part), _mm256_extracti128_si256(part, 1));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+                s.x_sums[size_t(n * nb + b)]  = -128 * _mm_cvtsi128_si32(t);
+                s.x_scale[size_t(n * nb + b)] = half_to_float(blk);
+            }
+        }
+    }
+
+    // Rows [m0, m0 + 32): per block, for each group of 4 values, 64 bytes with the group of rows
+    // m0..m0+15, then 64 bytes for rows m0+16..m0+31; the 32 row scales as F32.
+    VNNI_TARGET static void pack_panel(const VnniGemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+        const int64_t nb = a.K / BLOCK;
+        const __m512i rows = row_offsets(a.w_row_bytes);
+        const __m512i sign = _mm512_set1_epi8(char(0x80));
+        const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t * out = panel + size_t(b) * PANEL_BLOCK;
+            float *   d   = reinterpret_cast<float *>(scales + size_t(b) * SCALES_BLOCK);
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t * blk = base + size_t(half) * 16 * a.w_row_bytes + size_t(b) * Q8_0_BYTES;
+                for (int g = 0; g < BLOCK / 4; ++g) {
+                    const __m512i v = _mm512_i32gather_epi32(rows, blk + 2 + 4 * g, 1);
+                    _mm512_store_si512(reinterpret_cast<__m512i *>(out + (size_t(g) * 2 + size_t(half)) * 64),
+                                       _mm512_xor_si512(v, sign));
+                }
+                // 16 F16 scales, gathered as the low halves of 32-bit loads
+                const __m512i h = _mm512_i32gather_epi32(rows, blk, 1);
+                _mm512_store_ps(d + half * 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+            }
+        }
+    }
+
+    template <int NR>
+    VNNI_TARGET static void tile(const VnniGemmArgs & a, const uint8_t * panel, const uint8_t * scales,
+                                 const Scratch & s, int64_t m0, int64_t n0) {
+        const int64_t nb = a.K / BLOCK;
+        __m512 acc[NR][2];
+        const uint8_t * xq[NR];
+        for (int c = 0; c < NR; ++c) {
+            acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 2;
+        }
+        const int32_t * bias = s.x_sums.data() + n0 * nb;
+        const float *   xd   = s.x_scale.data() + n0 * nb;
+        for (int64_t b = 0; b < nb; ++b) {
+            __m512i dot[NR][2];
+            for (int c = 0; c < NR; ++c) {
+                dot[c][0] = dot[c][1] = _mm512_set1_epi32(bias[c * nb + b]);
+            }
+            const uint8_t * p  = panel + size_t(b) * PANEL_BLOCK;
+            const size_t    xo = size_t(b) * Q8_0_BYTES;
+            for (int g = 0; g < BLOCK / 4; ++g) {
+                const __m512i w0 = _mm512_load_si512(p + g * 128);
+                const __m512i w1 = _mm512_load_si512(p + g * 128 + 64);
+                for (int c = 0; c < NR; ++c) {
+                    const __m512i xb = broadcast4(xq[c] + xo + 4 * g);
+                    dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
+                    dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
+                }
+            }
+            const float * d  = reinterpret_cast<const float *>(scales + size_t(b) * SCALES_BLOCK);
+            const __m512  d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
+            for (int c = 0; c < NR; ++c) {
+                const __m512 dx = _mm512_set1_ps(xd[c * nb + b]);
+                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
+                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
+            }
+        }
+        for (int c = 0; c < NR; ++c) {
+            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            _mm512_storeu_ps(y, acc[c][0]);
+            _mm512_storeu_ps(y + 16, acc[c][1]);
+        }
+    }
+};
+
+// ---- Q4_K weights x Q8_K activations -------------------------------------------------------------
+//
+// A Q4_K weight is d * sc_j * q - dmin * m_j, q in 0..15 (unsigned: VPDPBUSD takes it as it is),
+// sc_j and m_j 6-bit per 32-value sub-block j of a 256-value block. Per block and activation column:
+//   sum(w * x) = dx * (d * sum_j sc_j * dot_j(q, xq) - dmin * sum_j m_j * sum_j(xq))
+// with the integer sums exact: dot_j by VPDPBUSD, times sc_j by VPMULLD; the mins term by VPDPWSSD
+// over (m_2i, m_2i+1) x (sum_2i, sum_2i+1) pairs of 16-bit values.
+struct Q4_KKernel {
+    static constexpr int    BLOCK       = QK_K;
+    static constexpr size_t PANEL_BLOCK = size_t(PANEL_ROWS) * QK_K;
+    // per block: sc [8][32] int32, min pairs [4][32] int32, d [32] F32, dmin [32] F32
+    static constexpr size_t SCALES_BLOCK = (8 + 4 + 1 + 1) * PANEL_ROWS * 4;
+    static constexpr int    SUMS         = 4; // (sum_2i, sum_2i+1) pairs of 32-value sums, as int16
+
+    VNNI_TARGET static void prepare_activations(const VnniGemmArgs & a, Scratch & s) {
+        const int64_t nb = a.K / BLOCK;
+        s.x_scale.resize(size_t(a.N * nb));
+        s.x_sums.resize(size_t(a.N * nb * SUMS));
+        for (int64_t n = 0; n < a.N; ++n) {
+            const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
+                float d;
+                std::memcpy(&d, blk, sizeof(d));
+                int16_t sums16[16];
+                std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
+                s.x_scale[size_t(n * nb + b)] = d;
+                for (int i = 0; i < SUMS; ++i) {
+                    // |sum of 32 bytes| <= 4096: fits 16 bits
+                    const int32_t lo = sums16[4 * i] + sums16[4 * i + 1], hi = sums16[4 * i + 2] + sums16[4 * i + 3];
+                    s.x_sums[size_t((n * nb + b) * SUMS + i)] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+                }
+            }
+        }
+    }
+
+    // Rows [m0, m0 + 32): per block, sub-block j and group g of 4 values, 64 bytes of rows m0..m0+15
+    // then 64 of rows m0+16..m0+31, one value per byte.
+    VNNI_TARGET static void pack_panel(const VnniGemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+        if (a.q4_k_x8) {
+            pack_panel_x8(a, m0, panel, scales);
+            return;
+        }
+        const int64_t nb = a.K / BLOCK;
+        const __m512i rows = row_offsets(a.w_row_bytes);
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t * out = panel + size_t(b) * PANEL_BLOCK;
+            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+            int32_t * mins = sc + 8 * PANEL_ROWS;
+            float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
+            float *   dmin = d + PANEL_ROWS;
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t * blk = base + size_t(half) * 16 * a.w_row_bytes + size_t(b) * Q4_K_BYTES;
+                for (int pair = 0; pair < 4; ++pair) { // sub-blocks 2*pair (low nibbles) and 2*pair+1 (high)
+                    for (int g = 0; g < 8; ++g) {
+                        const __m512i v = _mm512_i32gather_epi32(rows, blk + 16 + 32 * pair + 4 * g, 1);
+                        uint8_t * lo = out + ((size_t(2 * pair) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
+                        uint8_t * hi = out + ((size_t(2 * pair + 1) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
+                        _mm512_store_si512(lo, _mm512_and_si512(v, low4));
+                        _mm512_store_si512(hi, _mm512_and_si512(_mm512_srli_epi32(v, 4), low4));
+                    }
+                }
+                for (int r = 0; r < 16; ++r) {
+                    const uint8_t * row = blk + size_t(r) * a.w_row_bytes;
+                    const uint8_t * q   = row + 4;
+                    const int       lane = half * 16 + r;
+                    int32_t m[8];
+                    for (int j = 0; j < 8; ++j) { // ggml's get_scale_min_k4
+                        const int s_j = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+                        m[j]          = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+                        sc[j * PANEL_ROWS + lane] = s_j;
+                    }
+                    for (int i = 0; i < 4; ++i) {
+                        mins[i * PANEL_ROWS + lane] = m[2 * i] | (m[2 * i + 1] << 16);
+                    }
+                    d[lane]    = half_to_float(row);
+                    dmin[lane] = half_to_float(row + 2);
+                }
+            }
+        }
+    }
+
+    // The same panel from ggml's CPU repack layout (repack.cpp, make_block_q4_Kx8 with 8-byte
+    // interleave), where decode's GEMV reads Q4_K fastest: groups of 8 rows, each group's blocks in
+    // order, each block 8 F16 d, 8 F16 dmin, 96 bytes of re-packed scales and mins, then the 8 rows'
+    // nibble bytes interleaved 8 at a time.
+    static constexpr size_t X8_BYTES = 16 + 16 + 96 + 8 * QK_K / 2;
+
+    VNNI_TARGET static void pack_panel_x8(const VnniGemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+        const int64_t nb = a.K / BLOCK;
+        const size_t  group_bytes = size_t(nb) * X8_BYTES;
+        // lane r: row r % 8 of group r / 8, at its first nibble byte
+        const __m512i rows = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_set1_epi32(int(group_bytes))),
+            _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 0, 8, 16, 24, 32, 40, 48, 56));
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0 / 8) * group_bytes;
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t * out  = panel + size_t(b) * PANEL_BLOCK;
+            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+            int32_t * mins = sc + 8 * PANEL_ROWS;
+            float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
+            float *   dmin = d + PANEL_ROWS;
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t * blk = base + size_t(half) * 2 * group_bytes + size_t(b) * X8_BYTES;
+                for (int pair = 0; pair < 4; ++pair) {
+                    for (int g = 0; g < 8; ++g) {
+                        const int o = 32 * pair + 4 * g; // byte offset in the row's nibbles
+                        const __m512i v = _mm512_i32gather_epi32(rows, blk + 128 + (o / 8) * 64 + o % 8, 1);
+                        uint8_t * lo = out + ((size_t(2 * pair) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
+                        uint8_t * hi = out + ((size_t(2 * pair + 1) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
+                        _mm512_store_si512(lo, _mm512_and_si512(v, low4));
+                        _mm512_store_si512(hi, _mm512_and_si512(_mm512_srli_epi32(v, 4), low4));
+                    }
+                }
+                for (int r = 0; r < 16; ++r) {
+                    const uint8_t * grp  = blk + size_t(r / 8) * group_bytes;
+                    const int       k    = r % 8, lane = half * 16 + r;
+                    int32_t m[8];
+                    for (int j = 0; j < 8; ++j) { // inverse of make_block_q4_Kx8's scale packing
+                        const uint8_t * q = grp + 32 + (j < 4 ? j * 12 : 48 + (j - 4) * 12);
+                        int s_j;
+                        if (k < 4) {
+                            s_j  = q[k] & 63;
+                            m[j] = q[4 + k] & 63;
+                        } else {
+                            s_j  = (q[8 + k - 4] & 15) | ((q[k - 4] >> 6) << 4);
+                            m[j] = (q[8 + k - 4] >> 4) | ((q[4 + k - 4] >> 6) << 4);
+                        }
+                        sc[j * PANEL_ROWS + lane] = s_j;
+                    }
+                    for (int i = 0; i < 4; ++i) {
+                        mins[i * PANEL_ROWS + lane] = m[2 * i] | (m[2 * i + 1] << 16);
+                    }
+                    d[lane]    = half_to_float(grp + 2 * k);
+                    dmin[lane] = half_to_float(grp + 16 + 2 * k);
+                }
+            }
+        }
+    }
+
+    template <int NR>
+    VNNI_TARGET static void tile(const VnniGemmArgs & a, const uint8_t * panel, const uint8_t * scales,
+                                 const Scratch & s, int64_t m0, int64_t n0) {
+        const int64_t nb = a.K / BLOCK;
+        __m512 acc[NR][2];
+        const uint8_t * xq[NR];
+        for (int c = 0; c < NR; ++c) {
+            acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
+        }
+        const int32_t * pairs = s.x_sums.data() + n0 * nb * SUMS;
+        const float *   xd    = s.x_scale.data() + n0 * nb;
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t * p    = panel + size_t(b) * PANEL_BLOCK;
+            const int32_t * sc   = reinterpret_cast<const int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+            const int32_t * mins = sc + 8 * PANEL_ROWS;
+            const float *   d    = reinterpret_cast<const float *>(mins + 4 * PANEL_ROWS);
+            const float *   dmin = d + PANEL_ROWS;
+            const size_t    xo   = size_t(b) * Q8_K_BYTES;
+            __m512i sum[NR][2];
+            for (int c = 0; c < NR; ++c) {
+                sum[c][0] = sum[c][1] = _mm512_setzero_si512();
+            }
+            for (int j = 0; j < 8; ++j) {
+                __m512i dot[NR][2];
+                for (int c = 0; c < NR; ++c) {
+                    dot[c][0] = dot[c][1] = _mm512_setzero_si512();
+                }
+                for (int g = 0; g < 8; ++g) {
+                    const __m512i w0 = _mm512_load_si512(p + (j * 8 + g) * 128);
+                    const __m512i w1 = _mm512_load_si512(p + (j * 8 + g) * 128 + 64);
+                    for (int c = 0; c < NR; ++c) {
+                        const __m512i xb = broadcast4(xq[c] + xo + 32 * j + 4 * g);
+                        dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
+                        dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
+                    }
+                }
+                const __m512i s0 = _mm512_load_si512(sc + j * PANEL_ROWS), s1 = _mm512_load_si512(sc + j * PANEL_ROWS + 16);
+                for (int c = 0; c < NR; ++c) {
+                    sum[c][0] = _mm512_add_epi32(sum[c][0], _mm512_mullo_epi32(dot[c][0], s0));
+                    sum[c][1] = _mm512_add_epi32(sum[c][1], _mm512_mullo_epi32(dot[c][1], s1));
+                }
+            }
+            const __m512 d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
+            const __m512 dm0 = _mm512_load_ps(dmin), dm1 = _mm512_load_ps(dmin + 16);
+            for (int c = 0; c < NR; ++c) {
+                __m512i mn0 = _mm512_setzero_si512(), mn1 = _mm512_setzero_si512();
+                for (int i = 0; i < 4; ++i) {
+                    const __m512i xp = _mm512_set1_epi32(pairs[(c * nb + b) * SUMS + i]);
+                    mn0 = _mm512_dpwssd_epi32(mn0, _mm512_load_si512(mins + i * PANEL_ROWS), xp);
+                    mn1 = _mm512_dpwssd_epi32(mn1, _mm512_load_si512(mins + i * PANEL_ROWS + 16), xp);
+                }
+                const __m512 dx = _mm512_set1_ps(xd[c * nb + b]);
+                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
+                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
+                acc[c][0] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn0), _mm512_mul_ps(dm0, dx), acc[c][0]);
+                acc[c][1] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn1), _mm512_mul_ps(dm1, dx), acc[c][1]);
+            }
+        }
+        for (int c = 0; c < NR; ++c) {
+            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            _mm512_storeu_ps(y, acc[c][0]);
+            _mm512_storeu_ps(y + 16, acc[c][1]);
+        }
+    }
+};
+
+// The shared driver: each thread takes every nth panel, unpacks it, and runs it against all columns.
+template <typename Kernel>
+VNNI_TARGET void gemm(const VnniGemmArgs & a, int ith, int nth) {
+    Scratch & s = scratch;
+    Kernel::prepare_activations(a, s);
+    const int64_t nb = a.K / Kernel::BLOCK;
+    uint8_t * panel  = Scratch::aligned(s.panel_storage, size_t(nb) * Kernel::PANEL_BLOCK);
+    uint8_t * scales = Scratch::aligned(s.panel_scales, size_t(nb) * Kernel::SCALES_BLOCK);
+    for (int64_t m0 = int64_t(ith) * PANEL_ROWS; m0 < a.M; m0 += int64_t(nth) * PANEL_ROWS) {
+        Kernel::pack_panel(a, m0, panel, scales);
+        int64_t n0 = 0;
+        for (; n0 + TILE_COLS <= a.N; n0 += TILE_COLS) {
+            Kernel::template tile<TILE_COLS>(a, panel, scales, s, m0, n0);
+        }
+        switch (a.N - n0) {
+            case 3: Kernel::template tile<3>(a, panel, scales, s, m0, n0); break;
+            case 2: Kernel::template tile<2>(a, panel, scales, s, m0, n0); break;
+            case 1: Kernel::template tile<1>(a, panel, scales, s, m0, n0); break;
+            default: break;
+        }
+    }
+}
+
+} // namespace
+
+bool vnni_gemm_supported() {
+    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma") && layouts_match();
+    return ok;
+}
+
+void vnni_gemm(const VnniGemmArgs & a, int ith, int nth) {
+    switch (a.type) {
+        case GGML_TYPE_Q8_0: gemm<Q8_0Kernel>(a, ith, nth); break;
+        case GGML_TYPE_Q4_K: gemm<Q4_KKernel>(a, ith, nth); break;
+        default: break;
+    }
+}
+
+#else
+
+bool vnni_gemm_supported() { return false; }
+void vnni_gemm(const VnniGemmArgs &, int, int) {}
+
+#endif
+
+bool vnni_gemm_handles(ggml_type type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_K; }
+
+ggml_type vnni_gemm_activation_type(ggml_type weight_type) {
+    return weight_type == GGML_TYPE_Q4_K ? GGML_TYPE_Q8_K : GGML_TYPE_Q8_0;
+}
+
+int64_t vnni_gemm_row_multiple(ggml_type weight_type) { return weight_type == GGML_TYPE_Q4_K ? QK_K : QK8_0; }
+
+} // namespace transcribe

@@ -1,0 +1,161 @@
+// Our integer GEMM kernels (kernels/vnni_gemm.h) against ggml's own mul_mat on the same operands, for
+// each weight type they take. Both quantize the activations with ggml's quantize_row and take the same
+// integer dot products per block; only the order of the F32 sums differs, so the results agree to F32
+// rounding: the bound below is 2e-6 of the largest |y| (measured: up to 6.3e-7).
+#include "core/matmul.h"
+#include "kernels/vnni_gemm.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace transcribe;
+
+namespace {
+
+struct Shape {
+    ggml_type type;
+    int64_t   K, M, N;
+    int       threads;
+    bool      repacked = false; // W in ggml's CPU repack buffer (Q4_K: 8 rows interleaved) rather than the file layout
+};
+
+ggml_backend_buffer_type_t cpu_repack_buffer_type() {
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
+    for (ggml_backend_buffer_type_t * p = get_extra ? get_extra(dev) : nullptr; p && *p; ++p) {
+        if (std::string(ggml_backend_buft_name(*p)) == "CPU_REPACK") {
+            return *p;
+        }
+    }
+    return nullptr;
+}
+
+class VnniGemm : public ::testing::TestWithParam<Shape> {};
+
+// Weights W [K, M] quantized to the shape's type and activations X [K, N], in a CPU backend buffer.
+struct Operands {
+    ggml_backend_t        cpu = nullptr;
+    ggml_context *        ctx = nullptr, * w_ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr, w_buf = nullptr;
+    ggml_tensor *         w   = nullptr;
+    ggml_tensor *         x   = nullptr;
+
+    Operands(const Shape & s, uint32_t seed) {
+        cpu = ggml_backend_cpu_init();
+        ggml_backend_cpu_set_n_threads(cpu, s.threads);
+        ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+        ctx   = ggml_init(p);
+        w_ctx = ggml_init(p);
+        w     = ggml_new_tensor_2d(w_ctx, s.type, s.K, s.M);
+        x     = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, s.K, s.N);
+        buf   = ggml_backend_alloc_ctx_tensors(ctx, cpu);
+        ggml_backend_buffer_type_t repack = s.repacked ? cpu_repack_buffer_type() : nullptr;
+        EXPECT_TRUE(repack || !s.repacked);
+        w_buf = ggml_backend_alloc_ctx_tensors_from_buft(w_ctx, repack ? repack : ggml_backend_cpu_buffer_type());
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> wf(size_t(s.K * s.M)), xf(size_t(s.K * s.N));
+        for (size_t i = 0; i < wf.size(); ++i) {
+            // rows of different scales, and a few outliers, so block scales vary
+            wf[i] = normal(rng) * (0.02f + 0.01f * float((i / size_t(s.K)) % 7)) * (i % 97 == 0 ? 8.0f : 1.0f);
+        }
+        for (float & v : xf) {
+            v = normal(rng) * 3.0f;
+        }
+        std::vector<uint8_t> wq(ggml_nbytes(w));
+        ggml_quantize_chunk(s.type, wf.data(), wq.data(), 0, s.M, s.K, nullptr);
+        ggml_backend_tensor_set(w, wq.data(), 0, wq.size()); // the repack buffer converts it here
+        ggml_backend_tensor_set(x, xf.data(), 0, xf.size() * sizeof(float));
+    }
+    ~Operands() {
+        ggml_backend_buffer_free(buf);
+        ggml_backend_buffer_free(w_buf);
+        ggml_free(ctx);
+        ggml_free(w_ctx);
+        ggml_backend_free(cpu);
+    }
+
+    // Computes the product built by BUILD and returns it.
+    template <typename F> std::vector<float> compute(F && build) {
+        ggml_init_params p = {ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
+        ggml_context * gctx = ggml_init(p);
+        ggml_cgraph *  gf   = ggml_new_graph(gctx);
+        ggml_tensor *  y    = build(gctx);
+        ggml_build_forward_expand(gf, y);
+        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+        EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
+        EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
+        std::vector<float> out(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+        ggml_gallocr_free(alloc);
+        ggml_free(gctx);
+        return out;
+    }
+};
+
+} // namespace
+
+TEST_P(VnniGemm, Matches_ggml_mul_mat) {
+    if (!vnni_gemm_supported()) {
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    const Shape s = GetParam();
+    Operands o(s, uint32_t(s.K * 31 + s.M * 7 + s.N + s.type));
+    ASSERT_EQ(vnni_gemm_applies(o.w, o.x), s.N >= VNNI_GEMM_MIN_COLS);
+    const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
+    const std::vector<float> ours = o.compute([&](ggml_context * c) { return vnni_gemm_op(c, o.w, o.x); });
+    ASSERT_EQ(ours.size(), ref.size());
+    float scale = 0.0f, diff = 0.0f;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        scale = std::max(scale, std::fabs(ref[i]));
+        diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
+    }
+    ASSERT_GT(scale, 0.1f);
+    EXPECT_LE(diff, 2e-6f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << " N " << s.N << ": max |diff| " << diff
+                                   << " of max |y| " << scale;
+}
+
+// Column tails (N mod 4), a single panel, odd panel counts over the threads, the model's shapes.
+constexpr ggml_type Q8 = GGML_TYPE_Q8_0, Q4K = GGML_TYPE_Q4_K;
+INSTANTIATE_TEST_SUITE_P(Shapes, VnniGemm,
+                         ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 32, 2, 2}, Shape {Q8, 64, 96, 3, 2},
+                                           Shape {Q8, 256, 64, 5, 3}, Shape {Q8, 128, 160, 8, 2},
+                                           Shape {Q8, 1024, 256, 33, 2}, Shape {Q8, 2048, 1024, 152, 2},
+                                           Shape {Q8, 6144, 64, 138, 2}, Shape {Q8, 4096, 1024, 17, 4},
+                                           Shape {Q4K, 256, 32, 1, 1}, Shape {Q4K, 256, 64, 2, 2},
+                                           Shape {Q4K, 512, 96, 3, 2}, Shape {Q4K, 1024, 64, 5, 3},
+                                           Shape {Q4K, 2048, 1024, 152, 2}, Shape {Q4K, 6144, 64, 138, 2},
+                                           Shape {Q4K, 4096, 256, 17, 4}, Shape {Q4K, 256, 32, 9, 1, true},
+                                           Shape {Q4K, 2048, 1024, 152, 2, true},
+                                           Shape {Q4K, 6144, 96, 138, 3, true}));
+
+TEST(VnniGemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_only) {
+    if (!vnni_gemm_supported()) {
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    Operands wide({GGML_TYPE_Q8_0, 256, 64, VNNI_GEMM_MIN_COLS, 1}, 1);
+    Operands narrow({GGML_TYPE_Q8_0, 256, 64, VNNI_GEMM_MIN_COLS - 1, 1}, 2);
+    Operands q4k({GGML_TYPE_Q4_K, 256, 64, VNNI_GEMM_MIN_COLS, 1}, 3);
+    Operands q6k({GGML_TYPE_Q6_K, 256, 64, VNNI_GEMM_MIN_COLS, 1}, 4);
+    EXPECT_TRUE(vnni_gemm_applies(wide.w, wide.x));
+    EXPECT_TRUE(vnni_gemm_applies(q4k.w, q4k.x));
+    EXPECT_FALSE(vnni_gemm_applies(narrow.w, narrow.x)); // a GEMV: ggml's, bound by reading W
+    EXPECT_FALSE(vnni_gemm_applies(wide.x, wide.x));     // F32 weights
+    EXPECT_FALSE(vnni_gemm_applies(q6k.w, q6k.x));       // no kernel for Q6_K
+    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * y = matmul(ctx, wide.w, wide.x);
+    EXPECT_EQ(y->op, GGML_OP_CUSTOM);
+    EXPECT_EQ(matmul(ctx, narrow.w, narrow.x)->op, GGML_OP_MUL_MAT);
+    ggml_free(ctx);
+}
