@@ -1,6 +1,6 @@
 #include "matmul.h"
 
-#include "kernels/vnni_gemm.h"
+#include "kernels/avx512_gemm.h"
 
 #include "ggml-backend.h"
 
@@ -19,10 +19,10 @@ bool in_repack_buffer(const ggml_tensor * w) {
 // The weight travels as the op's user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
 // (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
-void run_vnni_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
+void run_avx512_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     const ggml_tensor * w = static_cast<const ggml_tensor *>(weight);
     const ggml_tensor * x = dst->src[0];
-    VnniGemmArgs a;
+    Avx512GemmArgs a;
     a.type    = w->type;
     a.q4_k_x8 = in_repack_buffer(w);
     a.w       = w->data;
@@ -34,40 +34,40 @@ void run_vnni_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     a.w_row_bytes  = w->nb[1];
     a.x_row_bytes  = x->nb[1];
     a.y_row_floats = dst->nb[1] / sizeof(float);
-    vnni_gemm(a, ith, nth);
+    avx512_gemm(a, ith, nth);
 }
 
-// TRANSCRIBE_NO_VNNI_GEMM=1 leaves every product to ggml (for benchmarks against it).
+// TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
 bool enabled() {
     static const bool on = [] {
-        const char * v = std::getenv("TRANSCRIBE_NO_VNNI_GEMM");
-        return vnni_gemm_supported() && !(v && *v && *v != '0');
+        const char * v = std::getenv("TRANSCRIBE_NO_AVX512_GEMM");
+        return !(v && *v && *v != '0');
     }();
     return on;
 }
 
 } // namespace
 
-bool vnni_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
+bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
     const bool host_layout = w->buffer && ggml_backend_buffer_is_host(w->buffer) && !w->extra;
     const bool repacked    = w->type == GGML_TYPE_Q4_K && in_repack_buffer(w);
-    return enabled() && vnni_gemm_handles(w->type) && (host_layout || repacked) && ggml_is_contiguous(w) &&
-           w->ne[0] % vnni_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
+    return enabled() && avx512_gemm_handles(w->type) && (host_layout || repacked) && ggml_is_contiguous(w) &&
+           w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
            x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == w->ne[0] && x->ne[2] == 1 &&
-           x->ne[3] == 1 && x->ne[1] >= VNNI_GEMM_MIN_COLS;
+           x->ne[3] == 1 && x->ne[1] >= AVX512_GEMM_MIN_COLS;
 }
 
-ggml_tensor * vnni_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    ggml_tensor * xq = ggml_cast(ctx, x, vnni_gemm_activation_type(w->type));
+ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
+    ggml_tensor * xq = ggml_cast(ctx, x, avx512_gemm_activation_type(w->type));
     ggml_tensor * args[] = {xq};
-    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 1, run_vnni_gemm,
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 1, run_avx512_gemm,
                                      GGML_N_TASKS_MAX, w);
-    ggml_format_name(y, "vnni_gemm %s", ggml_type_name(w->type));
+    ggml_format_name(y, "avx512_gemm %s", ggml_type_name(w->type));
     return y;
 }
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    return vnni_gemm_applies(w, x) ? vnni_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x);
+    return avx512_gemm_applies(w, x) ? avx512_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x);
 }
 
 } // namespace transcribe

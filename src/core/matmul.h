@@ -1,5 +1,5 @@
 // Matrix products of weights with activations: ggml's mul_mat, or our own integer GEMM kernels
-// (kernels/vnni_gemm.h) where they apply, which is where ggml is slowest on x86.
+// (kernels/avx512_gemm.h) where they apply, which is where ggml is slowest on x86.
 #pragma once
 
 #include "ggml.h"
@@ -8,17 +8,17 @@ namespace transcribe {
 
 // W [K, M] x X [K, N] -> [M, N], as ggml_mul_mat. Takes our kernel when it has one for W's type, W is
 // in host memory in its file layout (or, for Q4_K, in ggml's CPU repack buffer), X is a contiguous
-// F32 matrix of at least VNNI_GEMM_MIN_COLS columns (below that the product is bound by reading W,
+// F32 matrix of at least AVX512_GEMM_MIN_COLS columns (below that the product is bound by reading W,
 // which ggml's GEMV does as well, from the repacked layout where there is one), and the CPU runs it.
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
 // activation type by a ggml copy (ggml's own quantize_row, as its mul_mat does), then the custom op runs.
-ggml_tensor * vnni_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
 
 // Whether matmul() would take the kernel for these operands.
-bool vnni_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
+bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
 
-constexpr int64_t VNNI_GEMM_MIN_COLS = 8;
+constexpr int64_t AVX512_GEMM_MIN_COLS = 8;
 
 } // namespace transcribe

@@ -33,7 +33,7 @@ std::string op_key(const ggml_tensor * t) {
                       (long long) b->ne[1], (long long) b->ne[2], ggml_is_contiguous(b) ? "" : " strided",
                       a->buffer && ggml_backend_buffer_get_usage(a->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS ? " weight" : "");
         key += shape;
-    } else if (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "vnni_gemm", 9) == 0) {
+    } else if (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0) {
         // our GEMM (core/matmul.h): the name carries the weight type, src[0] is the quantized activation
         char shape[160];
         std::snprintf(shape, sizeof shape, " %s [%lld x %lld] x [%lld]", t->name, (long long) t->src[0]->ne[0],
@@ -44,7 +44,7 @@ std::string op_key(const ggml_tensor * t) {
 }
 
 double op_flops(const ggml_tensor * t) {
-    if (t->op == GGML_OP_MUL_MAT || (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "vnni_gemm", 9) == 0)) {
+    if (t->op == GGML_OP_MUL_MAT || (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0)) {
         return 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t));
     }
     return 0;

@@ -1,0 +1,45 @@
+// GEMM for the compute-bound stages (encoder, prefill) on x86 CPUs with AVX-512: Q8_0 and Q4_K
+// weights through VNNI integer dot products, BF16 weights through AVX512-BF16 ones.
+//
+// ggml has no repacked Q8_0 layout on x86, and its tinyBLAS Q8_0 GEMM runs one 32-wide dot product
+// per instruction chain; its repacked Q4_K GEMM has no VNNI path; its tinyBLAS BF16 GEMM trails
+// PyTorch's oneDNN. These kernels unpack 32 weight rows at a time into the dot-product instructions'
+// order (4 bytes of each of 16 rows per vector: 4 weights of Q8_0/Q4_K, one per byte, or 2 of BF16)
+// in a per-thread panel, so one VPDPBUSD does 64 multiply-adds (VDPBF16PS 32), and reuse that panel
+// for every column of the activations. The panel is made per call from the weights as they lie in
+// memory: nothing is converted or kept at load.
+//
+// They compute what ggml's mul_mat computes for these types: the same products of the same
+// activations, quantized or rounded by ggml's own from_float (Q8_0, Q8_K, BF16), with the same block
+// scales, integer dot products exact, summed in F32 (only the order of the F32 sums differs).
+#pragma once
+
+#include "ggml.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace transcribe {
+
+// Whether there is a kernel for weights of TYPE (Q8_0, Q4_K, BF16) that this CPU (and build) runs, and
+// the type activations take for it.
+bool avx512_gemm_handles(ggml_type type);
+ggml_type avx512_gemm_activation_type(ggml_type weight_type);
+// The weights' row length must be a multiple of this for TYPE's kernel (and their row count of 32).
+int64_t avx512_gemm_row_multiple(ggml_type weight_type);
+
+struct Avx512GemmArgs {
+    ggml_type    type;   // of the weights
+    bool         q4_k_x8 = false; // Q4_K weights in ggml's CPU repack layout (8 rows interleaved), not the file's
+    const void * w;      // M rows of K values, row stride w_row_bytes (file layout)
+    const void * x;      // N rows of K values in the activation type, row stride x_row_bytes
+    float *      y;      // N rows of M floats, row stride y_row_floats
+    int64_t      K, M, N;
+    size_t       w_row_bytes, x_row_bytes, y_row_floats;
+};
+
+// y[n][m] = sum_k w[m][k] * x[n][k]. Thread ITH of NTH computes its share of the 32-row weight
+// panels; the shares do not overlap, so no barrier is needed.
+void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth);
+
+} // namespace transcribe
