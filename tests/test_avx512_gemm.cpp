@@ -128,7 +128,7 @@ TEST_P(Avx512Gemm, Matches_ggml_mul_mat) {
 }
 
 // Column tails (N mod 4), a single panel, odd panel counts over the threads, the model's shapes.
-constexpr ggml_type Q8 = GGML_TYPE_Q8_0, Q4K = GGML_TYPE_Q4_K, BF = GGML_TYPE_BF16;
+constexpr ggml_type Q8 = GGML_TYPE_Q8_0, Q4K = GGML_TYPE_Q4_K, Q6K = GGML_TYPE_Q6_K, BF = GGML_TYPE_BF16;
 INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemm,
                          ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 32, 2, 2}, Shape {Q8, 64, 96, 3, 2},
                                            Shape {Q8, 256, 64, 5, 3}, Shape {Q8, 128, 160, 8, 2},
@@ -142,7 +142,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemm,
                                            Shape {Q4K, 6144, 96, 138, 3, true}, Shape {BF, 32, 32, 1, 1},
                                            Shape {BF, 64, 64, 7, 2}, Shape {BF, 256, 96, 15, 3},
                                            Shape {BF, 2048, 1024, 152, 2}, Shape {BF, 6144, 64, 138, 2},
-                                           Shape {BF, 1024, 256, 9, 4}));
+                                           Shape {BF, 1024, 256, 9, 4}, Shape {Q6K, 256, 32, 1, 1},
+                                           Shape {Q6K, 512, 96, 7, 2}, Shape {Q6K, 6144, 2048, 152, 2},
+                                           Shape {Q6K, 2048, 64, 138, 3}));
 
 TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_only) {
     if (!avx512_gemm_handles(GGML_TYPE_Q8_0) || !avx512_gemm_handles(GGML_TYPE_Q4_K)) {
@@ -151,12 +153,12 @@ TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_o
     Operands wide({GGML_TYPE_Q8_0, 256, 64, AVX512_GEMM_MIN_COLS, 1}, 1);
     Operands narrow({GGML_TYPE_Q8_0, 256, 64, AVX512_GEMM_MIN_COLS - 1, 1}, 2);
     Operands q4k({GGML_TYPE_Q4_K, 256, 64, AVX512_GEMM_MIN_COLS, 1}, 3);
-    Operands q6k({GGML_TYPE_Q6_K, 256, 64, AVX512_GEMM_MIN_COLS, 1}, 4);
+    Operands q5k({GGML_TYPE_Q5_K, 256, 64, AVX512_GEMM_MIN_COLS, 1}, 4);
     EXPECT_TRUE(avx512_gemm_applies(wide.w, wide.x));
     EXPECT_TRUE(avx512_gemm_applies(q4k.w, q4k.x));
     EXPECT_FALSE(avx512_gemm_applies(narrow.w, narrow.x)); // a GEMV: ggml's, bound by reading W
     EXPECT_FALSE(avx512_gemm_applies(wide.x, wide.x));     // F32 weights
-    EXPECT_FALSE(avx512_gemm_applies(q6k.w, q6k.x));       // no kernel for Q6_K
+    EXPECT_FALSE(avx512_gemm_applies(q5k.w, q5k.x));       // no kernel for Q5_K
     ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
     ggml_context * ctx = ggml_init(p);
     ggml_tensor * y = matmul(ctx, wide.w, wide.x);

@@ -16,23 +16,39 @@ bool in_repack_buffer(const ggml_tensor * w) {
     return w->buffer && std::strcmp(ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer)), "CPU_REPACK") == 0;
 }
 
-// The weight travels as the op's user data rather than as a source: the scheduler would otherwise
+// The weight travels as the ops' user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
 // (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
-void run_avx512_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
-    const ggml_tensor * w = static_cast<const ggml_tensor *>(weight);
-    const ggml_tensor * x = dst->src[0];
+Avx512GemmArgs args_of(const ggml_tensor * w, const ggml_tensor * x) {
     Avx512GemmArgs a;
     a.type    = w->type;
     a.q4_k_x8 = in_repack_buffer(w);
     a.w       = w->data;
     a.x       = x->data;
-    a.y       = static_cast<float *>(dst->data);
     a.K       = w->ne[0];
     a.M       = w->ne[1];
     a.N       = x->ne[1];
-    a.w_row_bytes  = w->nb[1];
-    a.x_row_bytes  = x->nb[1];
+    a.w_row_bytes = w->nb[1];
+    a.x_row_bytes = x->nb[1];
+    return a;
+}
+
+// dst = the activation rows' per-block data, from src[0] = the quantized activations.
+void run_prepare(ggml_tensor * dst, int ith, int nth, void * weight) {
+    Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
+    a.aux          = static_cast<int32_t *>(dst->data);
+    a.aux_row_ints = dst->nb[1] / sizeof(int32_t);
+    avx512_gemm_prepare(a, ith, nth);
+}
+
+// dst = W x, from src[0] = the quantized (or BF16) activations and src[1] = their per-block data.
+void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
+    Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
+    if (const ggml_tensor * aux = dst->src[1]) {
+        a.aux          = static_cast<int32_t *>(aux->data);
+        a.aux_row_ints = aux->nb[1] / sizeof(int32_t);
+    }
+    a.y            = static_cast<float *>(dst->data);
     a.y_row_floats = dst->nb[1] / sizeof(float);
     avx512_gemm(a, ith, nth);
 }
@@ -58,9 +74,13 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
 }
 
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    ggml_tensor * xq = ggml_cast(ctx, x, avx512_gemm_activation_type(w->type));
-    ggml_tensor * args[] = {xq};
-    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 1, run_avx512_gemm,
+    ggml_tensor * args[2] = {ggml_cast(ctx, x, avx512_gemm_activation_type(w->type)), nullptr};
+    int n_args = 1;
+    if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
+        args[1] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
+        n_args  = 2;
+    }
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, n_args, run_gemm,
                                      GGML_N_TASKS_MAX, w);
     ggml_format_name(y, "avx512_gemm %s", ggml_type_name(w->type));
     return y;

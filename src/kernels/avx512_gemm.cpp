@@ -1,7 +1,6 @@
 #include "avx512_gemm.h"
 
 #include <cstring>
-#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define TRANSCRIBE_AVX512_GEMM 1
@@ -21,6 +20,7 @@ constexpr int    QK8_0      = 32;
 constexpr size_t Q8_0_BYTES = 2 + QK8_0;              // F16 scale, 32 signed bytes
 constexpr int    QK_K       = 256;
 constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;  // F16 d, F16 dmin, 6-bit scales/mins, nibbles
+constexpr size_t Q6_K_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2; // low nibbles, high 2 bits, 8-bit scales, F16 d
 constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;      // F32 scale, 256 signed bytes, 16 sums of 16
 
 constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
@@ -28,6 +28,7 @@ constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
 bool layouts_match() {
     return ggml_type_size(GGML_TYPE_BF16) == 2 && ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
            ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
+           ggml_type_size(GGML_TYPE_Q6_K) == Q6_K_BYTES && ggml_blck_size(GGML_TYPE_Q6_K) == QK_K &&
            ggml_type_size(GGML_TYPE_Q8_K) == Q8_K_BYTES && ggml_blck_size(GGML_TYPE_Q8_K) == QK_K;
 }
 
@@ -39,23 +40,14 @@ namespace {
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,f16c,fma")))
 
-// Per-thread scratch, grown to the largest shape seen and reused (no allocation per call after that).
-struct Scratch {
-    std::vector<uint8_t> panel_storage; // unpacked weights, + alignment slack
-    std::vector<uint8_t> panel_scales;  // per-block row scales of the panel, + alignment slack
-    std::vector<float>   x_scale;       // [column][block]
-    std::vector<int32_t> x_sums;        // [column][block][...]: what the type's kernel needs of the block sums
-
-    static uint8_t * aligned(std::vector<uint8_t> & v, size_t bytes) {
-        if (v.size() < bytes + 64) {
-            v.resize(bytes + 64);
-        }
-        const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
-        return reinterpret_cast<uint8_t *>((p + 63) & ~uintptr_t(63));
-    }
-};
-
-thread_local Scratch scratch;
+// Each activation row's data for the kernels (avx512_gemm_prepare): SUMS int32 per block, then one
+// F32 scale per block.
+template <int BLOCK, int SUMS> inline int32_t * row_sums(const Avx512GemmArgs & a, int64_t n) {
+    return a.aux + size_t(n) * a.aux_row_ints;
+}
+template <int BLOCK, int SUMS> inline float * row_scales(const Avx512GemmArgs & a, int64_t n) {
+    return reinterpret_cast<float *>(row_sums<BLOCK, SUMS>(a, n) + a.K / BLOCK * SUMS);
+}
 
 AVX512_TARGET inline float half_to_float(const uint8_t * p) {
     uint16_t h;
@@ -117,12 +109,12 @@ struct Q8_0Kernel {
     static constexpr size_t SCALES_BLOCK = PANEL_ROWS * sizeof(float);  // row scales per block
     static constexpr int    SUMS         = 1;                           // x_sums per block
 
-    AVX512_TARGET static void prepare_activations(const Avx512GemmArgs & a, Scratch & s) {
+    AVX512_TARGET static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
-        s.x_scale.resize(size_t(a.N * nb));
-        s.x_sums.resize(size_t(a.N * nb));
         const __m256i ones = _mm256_set1_epi8(1);
-        for (int64_t n = 0; n < a.N; ++n) {
+        for (int64_t n = n0; n < n1; ++n) {
+            int32_t * sums = row_sums<BLOCK, SUMS>(a, n);
+            float *   dx   = row_scales<BLOCK, SUMS>(a, n);
             const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t * blk = row + size_t(b) * Q8_0_BYTES;
@@ -131,21 +123,21 @@ struct Q8_0Kernel {
                 __m128i t = _mm_add_epi32(_mm256_castsi256_si128(part), _mm256_extracti128_si256(part, 1));
                 t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
                 t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-                s.x_sums[size_t(n * nb + b)]  = -128 * _mm_cvtsi128_si32(t);
-                s.x_scale[size_t(n * nb + b)] = half_to_float(blk);
+                sums[b] = -128 * _mm_cvtsi128_si32(t);
+                dx[b]   = half_to_float(blk);
             }
         }
     }
 
     // Rows [m0, m0 + 32): per block, for each group of 4 values, 64 bytes with the group of rows
     // m0..m0+15, then 64 bytes for rows m0+16..m0+31; the 32 row scales as F32.
-    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t * scales) {
         const __m512i rows = row_offsets(a.w_row_bytes);
         const __m512i sign = _mm512_set1_epi8(char(0x80));
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
-        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
-            uint8_t * out = panel + size_t(b) * PANEL_BLOCK;
-            float *   d   = reinterpret_cast<float *>(scales + size_t(b) * SCALES_BLOCK);
+        for (int64_t b = b0; b < b1; ++b) {
+            uint8_t * out = panel + size_t(b - b0) * PANEL_BLOCK;
+            float *   d   = reinterpret_cast<float *>(scales + size_t(b - b0) * SCALES_BLOCK);
             for (int half = 0; half < 2; ++half) {
                 const uint8_t * blk = base + size_t(half) * 16 * a.w_row_bytes + size_t(b) * Q8_0_BYTES;
                 __m512i v[8];
@@ -162,22 +154,27 @@ struct Q8_0Kernel {
 
     template <int NR>
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
-                                 const Scratch & s, int64_t m0, int64_t n0) {
-        const int64_t nb = a.K / BLOCK;
+                                 int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
         const uint8_t * xq[NR];
         for (int c = 0; c < NR; ++c) {
-            acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
             xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 2;
         }
-        const int32_t * bias = s.x_sums.data() + n0 * nb;
-        const float *   xd   = s.x_scale.data() + n0 * nb;
-        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
+        const int32_t * sums[NR];
+        const float *   xd[NR];
+        for (int c = 0; c < NR; ++c) {
+            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
+            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
+        }
+        for (int64_t b = b0; b < b1; ++b) {
             __m512i dot[NR][2];
             for (int c = 0; c < NR; ++c) {
-                dot[c][0] = dot[c][1] = _mm512_set1_epi32(bias[c * nb + b]);
+                dot[c][0] = dot[c][1] = _mm512_set1_epi32(sums[c][b]);
             }
-            const uint8_t * p  = panel + size_t(b) * PANEL_BLOCK;
+            const uint8_t * p  = panel + size_t(b - b0) * PANEL_BLOCK;
             const size_t    xo = size_t(b) * Q8_0_BYTES;
             for (int g = 0; g < BLOCK / 4; ++g) {
                 const __m512i w0 = _mm512_load_si512(p + g * 128);
@@ -188,10 +185,10 @@ struct Q8_0Kernel {
                     dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
                 }
             }
-            const float * d  = reinterpret_cast<const float *>(scales + size_t(b) * SCALES_BLOCK);
+            const float * d  = reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK);
             const __m512  d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
             for (int c = 0; c < NR; ++c) {
-                const __m512 dx = _mm512_set1_ps(xd[c * nb + b]);
+                const __m512 dx = _mm512_set1_ps(xd[c][b]);
                 acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
                 acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
             }
@@ -219,23 +216,21 @@ struct Q4_KKernel {
     static constexpr size_t SCALES_BLOCK = (8 + 4 + 1 + 1) * PANEL_ROWS * 4;
     static constexpr int    SUMS         = 4; // (sum_2i, sum_2i+1) pairs of 32-value sums, as int16
 
-    AVX512_TARGET static void prepare_activations(const Avx512GemmArgs & a, Scratch & s) {
+    static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
-        s.x_scale.resize(size_t(a.N * nb));
-        s.x_sums.resize(size_t(a.N * nb * SUMS));
-        for (int64_t n = 0; n < a.N; ++n) {
-            const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+        for (int64_t n = n0; n < n1; ++n) {
+            const uint8_t * row  = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+            int32_t *       sums = row_sums<BLOCK, SUMS>(a, n);
+            float *         dx   = row_scales<BLOCK, SUMS>(a, n);
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
-                float d;
-                std::memcpy(&d, blk, sizeof(d));
                 int16_t sums16[16];
+                std::memcpy(&dx[b], blk, sizeof(float));
                 std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
-                s.x_scale[size_t(n * nb + b)] = d;
                 for (int i = 0; i < SUMS; ++i) {
                     // |sum of 32 bytes| <= 4096: fits 16 bits
                     const int32_t lo = sums16[4 * i] + sums16[4 * i + 1], hi = sums16[4 * i + 2] + sums16[4 * i + 3];
-                    s.x_sums[size_t((n * nb + b) * SUMS + i)] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+                    sums[b * SUMS + i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
                 }
             }
         }
@@ -243,16 +238,16 @@ struct Q4_KKernel {
 
     // Rows [m0, m0 + 32): per block, sub-block j and group g of 4 values, 64 bytes of rows m0..m0+15
     // then 64 of rows m0+16..m0+31, one value per byte.
-    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t * scales) {
         if (a.q4_k_x8) {
-            pack_panel_x8(a, m0, panel, scales);
+            pack_panel_x8(a, m0, b0, b1, panel, scales);
             return;
         }
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
-        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
-            uint8_t * out = panel + size_t(b) * PANEL_BLOCK;
-            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+        for (int64_t b = b0; b < b1; ++b) {
+            uint8_t * out = panel + size_t(b - b0) * PANEL_BLOCK;
+            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
             int32_t * mins = sc + 8 * PANEL_ROWS;
             float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
             float *   dmin = d + PANEL_ROWS;
@@ -294,7 +289,7 @@ struct Q4_KKernel {
     // nibble bytes interleaved 8 at a time.
     static constexpr size_t X8_BYTES = 16 + 16 + 96 + 8 * QK_K / 2;
 
-    AVX512_TARGET static void pack_panel_x8(const Avx512GemmArgs & a, int64_t m0, uint8_t * panel, uint8_t * scales) {
+    AVX512_TARGET static void pack_panel_x8(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t * scales) {
         const int64_t nb = a.K / BLOCK;
         const size_t  group_bytes = size_t(nb) * X8_BYTES;
         // lane r: row r % 8 of group r / 8, at its first nibble byte
@@ -303,9 +298,9 @@ struct Q4_KKernel {
             _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 0, 8, 16, 24, 32, 40, 48, 56));
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0 / 8) * group_bytes;
-        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
-            uint8_t * out  = panel + size_t(b) * PANEL_BLOCK;
-            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+        for (int64_t b = b0; b < b1; ++b) {
+            uint8_t * out  = panel + size_t(b - b0) * PANEL_BLOCK;
+            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
             int32_t * mins = sc + 8 * PANEL_ROWS;
             float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
             float *   dmin = d + PANEL_ROWS;
@@ -349,19 +344,24 @@ struct Q4_KKernel {
 
     template <int NR>
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
-                                 const Scratch & s, int64_t m0, int64_t n0) {
-        const int64_t nb = a.K / BLOCK;
+                                 int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
         const uint8_t * xq[NR];
         for (int c = 0; c < NR; ++c) {
-            acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
             xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
         }
-        const int32_t * pairs = s.x_sums.data() + n0 * nb * SUMS;
-        const float *   xd    = s.x_scale.data() + n0 * nb;
-        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
-            const uint8_t * p    = panel + size_t(b) * PANEL_BLOCK;
-            const int32_t * sc   = reinterpret_cast<const int32_t *>(scales + size_t(b) * SCALES_BLOCK);
+        const int32_t * sums[NR];
+        const float *   xd[NR];
+        for (int c = 0; c < NR; ++c) {
+            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
+            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
+        }
+        for (int64_t b = b0; b < b1; ++b) {
+            const uint8_t * p    = panel + size_t(b - b0) * PANEL_BLOCK;
+            const int32_t * sc   = reinterpret_cast<const int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
             const int32_t * mins = sc + 8 * PANEL_ROWS;
             const float *   d    = reinterpret_cast<const float *>(mins + 4 * PANEL_ROWS);
             const float *   dmin = d + PANEL_ROWS;
@@ -395,15 +395,148 @@ struct Q4_KKernel {
             for (int c = 0; c < NR; ++c) {
                 __m512i mn0 = _mm512_setzero_si512(), mn1 = _mm512_setzero_si512();
                 for (int i = 0; i < 4; ++i) {
-                    const __m512i xp = _mm512_set1_epi32(pairs[(c * nb + b) * SUMS + i]);
+                    const __m512i xp = _mm512_set1_epi32(sums[c][b * SUMS + i]);
                     mn0 = _mm512_dpwssd_epi32(mn0, _mm512_load_si512(mins + i * PANEL_ROWS), xp);
                     mn1 = _mm512_dpwssd_epi32(mn1, _mm512_load_si512(mins + i * PANEL_ROWS + 16), xp);
                 }
-                const __m512 dx = _mm512_set1_ps(xd[c * nb + b]);
+                const __m512 dx = _mm512_set1_ps(xd[c][b]);
                 acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
                 acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
                 acc[c][0] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn0), _mm512_mul_ps(dm0, dx), acc[c][0]);
                 acc[c][1] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn1), _mm512_mul_ps(dm1, dx), acc[c][1]);
+            }
+        }
+        for (int c = 0; c < NR; ++c) {
+            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            _mm512_storeu_ps(y, acc[c][0]);
+            _mm512_storeu_ps(y + 16, acc[c][1]);
+        }
+    }
+};
+
+// ---- Q6_K weights x Q8_K activations -------------------------------------------------------------
+//
+// A Q6_K weight is d * sc_s * (u - 32), u in 0..63 (unsigned, as VPDPBUSD takes it), sc_s a signed
+// 8-bit scale per 16-value sub-block s of a 256-value block. Per block and activation column:
+//   sum(w * x) = dx * d * sum_s sc_s * (dot_s(u, xq) - 32 * sum_s(xq))
+// with each sub-block's dot product started from -32 times its activation sum (Q8_K keeps the sums
+// of 16), so that it is exactly sum((u - 32) * xq), then scaled by VPMULLD.
+struct Q6_KKernel {
+    static constexpr int    TILE_COLS    = 4;
+    static constexpr int    BLOCK        = QK_K;
+    static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK_K;
+    static constexpr size_t SCALES_BLOCK = (16 + 1) * PANEL_ROWS * 4; // sc [16][32] int32, d [32] F32
+    static constexpr int    SUMS         = 16;                        // -32 * sum of each 16 values
+
+    static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
+        const int64_t nb = a.K / BLOCK;
+        for (int64_t n = n0; n < n1; ++n) {
+            const uint8_t * row  = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+            int32_t *       sums = row_sums<BLOCK, SUMS>(a, n);
+            float *         dx   = row_scales<BLOCK, SUMS>(a, n);
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
+                int16_t sums16[16];
+                std::memcpy(&dx[b], blk, sizeof(float));
+                std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
+                for (int i = 0; i < SUMS; ++i) {
+                    sums[b * SUMS + i] = -32 * int32_t(sums16[i]);
+                }
+            }
+        }
+    }
+
+    // Rows [m0, m0 + 32): per block, for each group of 4 values, 64 bytes of rows m0..m0+15 then 64 of
+    // rows m0+16..m0+31, u = low 4 bits from ql | high 2 bits from qh, one value per byte.
+    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t * scales) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+        const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
+        for (int64_t b = b0; b < b1; ++b) {
+            uint8_t * out = panel + size_t(b - b0) * PANEL_BLOCK;
+            int32_t * sc  = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
+            float *   d   = reinterpret_cast<float *>(sc + 16 * PANEL_ROWS);
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t * blk = base + size_t(half) * 16 * a.w_row_bytes + size_t(b) * Q6_K_BYTES;
+                for (int n = 0; n < 2; ++n) { // each 128 values: ql[64n..], ql[64n+32..], qh[32n..]
+                    __m512i lo[8], hi[8], h[8];
+                    transpose_16x8(blk + 64 * n, a.w_row_bytes, lo);
+                    transpose_16x8(blk + 64 * n + 32, a.w_row_bytes, hi);
+                    transpose_16x8(blk + QK_K / 2 + 32 * n, a.w_row_bytes, h);
+                    for (int g = 0; g < 8; ++g) {
+                        const __m512i u[4] = {
+                            _mm512_or_si512(_mm512_and_si512(lo[g], low4), _mm512_and_si512(_mm512_slli_epi32(h[g], 4), bits45)),
+                            _mm512_or_si512(_mm512_and_si512(hi[g], low4), _mm512_and_si512(_mm512_slli_epi32(h[g], 2), bits45)),
+                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(lo[g], 4), low4), _mm512_and_si512(h[g], bits45)),
+                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(hi[g], 4), low4),
+                                            _mm512_and_si512(_mm512_srli_epi32(h[g], 2), bits45)),
+                        };
+                        for (int k = 0; k < 4; ++k) { // values 128n + 32k + 4g .. +3
+                            _mm512_store_si512(out + ((size_t(32 * n + 8 * k + g)) * 2 + size_t(half)) * 64, u[k]);
+                        }
+                    }
+                }
+                for (int r = 0; r < 16; ++r) {
+                    const uint8_t * row = blk + size_t(r) * a.w_row_bytes;
+                    for (int i = 0; i < 16; ++i) {
+                        sc[i * PANEL_ROWS + half * 16 + r] = int8_t(row[QK_K / 2 + QK_K / 4 + i]);
+                    }
+                    d[half * 16 + r] = half_to_float(row + QK_K / 2 + QK_K / 4 + QK_K / 16);
+                }
+            }
+        }
+    }
+
+    template <int NR>
+    AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
+                                   int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+        __m512 acc[NR][2];
+        const uint8_t * xq[NR];
+        for (int c = 0; c < NR; ++c) {
+            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
+        }
+        const int32_t * sums[NR];
+        const float *   xd[NR];
+        for (int c = 0; c < NR; ++c) {
+            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
+            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
+        }
+        for (int64_t b = b0; b < b1; ++b) {
+            const uint8_t * p  = panel + size_t(b - b0) * PANEL_BLOCK;
+            const int32_t * sc = reinterpret_cast<const int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
+            const float *   d  = reinterpret_cast<const float *>(sc + 16 * PANEL_ROWS);
+            const size_t    xo = size_t(b) * Q8_K_BYTES;
+            __m512i sum[NR][2];
+            for (int c = 0; c < NR; ++c) {
+                sum[c][0] = sum[c][1] = _mm512_setzero_si512();
+            }
+            for (int j = 0; j < 16; ++j) {
+                __m512i dot[NR][2];
+                for (int c = 0; c < NR; ++c) {
+                    dot[c][0] = dot[c][1] = _mm512_set1_epi32(sums[c][b * SUMS + j]);
+                }
+                for (int g = 0; g < 4; ++g) {
+                    const __m512i w0 = _mm512_load_si512(p + (j * 4 + g) * 128);
+                    const __m512i w1 = _mm512_load_si512(p + (j * 4 + g) * 128 + 64);
+                    for (int c = 0; c < NR; ++c) {
+                        const __m512i xb = broadcast4(xq[c] + xo + 16 * j + 4 * g);
+                        dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
+                        dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
+                    }
+                }
+                const __m512i s0 = _mm512_load_si512(sc + j * PANEL_ROWS), s1 = _mm512_load_si512(sc + j * PANEL_ROWS + 16);
+                for (int c = 0; c < NR; ++c) {
+                    sum[c][0] = _mm512_add_epi32(sum[c][0], _mm512_mullo_epi32(dot[c][0], s0));
+                    sum[c][1] = _mm512_add_epi32(sum[c][1], _mm512_mullo_epi32(dot[c][1], s1));
+                }
+            }
+            const __m512 d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
+            for (int c = 0; c < NR; ++c) {
+                const __m512 dx = _mm512_set1_ps(xd[c][b]);
+                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
+                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
             }
         }
         for (int c = 0; c < NR; ++c) {
@@ -424,33 +557,35 @@ struct BF16Kernel {
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * BLOCK * 2;
     static constexpr size_t SCALES_BLOCK = 0;
 
-    static void prepare_activations(const Avx512GemmArgs &, Scratch &) {}
+    static void prepare_rows(const Avx512GemmArgs &, int64_t, int64_t) {}
 
     // Rows [m0, m0 + 32): for each pair of values, 64 bytes with the pair of rows m0..m0+15, then 64
     // bytes for rows m0+16..m0+31.
-    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, uint8_t * panel, uint8_t *) {
+    AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t *) {
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
-        for (int64_t p0 = 0; p0 < a.K / 2; p0 += 8) { // 8 pairs: 32 bytes of each row
+        for (int64_t p0 = b0 * BLOCK / 2; p0 < b1 * BLOCK / 2; p0 += 8) { // 8 pairs: 32 bytes of each row
             for (int half = 0; half < 2; ++half) {
                 __m512i v[8];
                 transpose_16x8(base + size_t(half) * 16 * a.w_row_bytes + size_t(p0) * 4, a.w_row_bytes, v);
                 for (int g = 0; g < 8; ++g) {
-                    _mm512_store_si512(panel + (size_t(p0 + g) * 2 + size_t(half)) * 64, v[g]);
+                    _mm512_store_si512(panel + (size_t(p0 - b0 * BLOCK / 2 + g) * 2 + size_t(half)) * 64, v[g]);
                 }
             }
         }
     }
 
     template <int NR>
-    AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t *, const Scratch &,
-                                   int64_t m0, int64_t n0) {
+    AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t *, int64_t m0,
+                                   int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
         const uint8_t * x[NR];
         for (int c = 0; c < NR; ++c) {
-            acc[c][0] = acc[c][1] = _mm512_setzero_ps();
-            x[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes;
+            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            x[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + size_t(b0) * BLOCK * 2;
         }
-        for (int64_t p = 0; p < a.K / 2; ++p) {
+        for (int64_t p = 0; p < (b1 - b0) * BLOCK / 2; ++p) {
             const __m512bh w0 = (__m512bh) _mm512_load_si512(panel + p * 128);
             const __m512bh w1 = (__m512bh) _mm512_load_si512(panel + p * 128 + 64);
             for (int c = 0; c < NR; ++c) {
@@ -469,34 +604,48 @@ struct BF16Kernel {
 
 // The last N % TILE_COLS columns, with a tile of that width.
 template <typename Kernel, int NR>
-AVX512_TARGET void tail(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales, const Scratch & s,
-                        int64_t m0, int64_t n0) {
+AVX512_TARGET void tail(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales, int64_t m0, int64_t n0,
+                        int64_t b0, int64_t b1, bool accumulate) {
     if constexpr (NR > 0) {
         if (a.N - n0 == NR) {
-            Kernel::template tile<NR>(a, panel, scales, s, m0, n0);
+            Kernel::template tile<NR>(a, panel, scales, m0, n0, b0, b1, accumulate);
         } else {
-            tail<Kernel, NR - 1>(a, panel, scales, s, m0, n0);
+            tail<Kernel, NR - 1>(a, panel, scales, m0, n0, b0, b1, accumulate);
         }
     }
 }
 
-// The shared driver: each thread takes every nth panel of 32 rows, unpacks it and runs it against all
-// columns. (Unpacking in L1-sized chunks of blocks and prefetching the next panel measured no faster:
-// the tiles run at the dot-product instructions' throughput, the unpacking is under a fifth of it.)
+// Unpacked weights per chunk: 32 KiB (the size of L1), on the stack.
+constexpr size_t CHUNK_BYTES = 32 * 1024;
+
+// The shared driver: each thread takes every nth panel of 32 rows and walks its blocks a chunk at a
+// time, unpacking the chunk into a buffer on its stack and running it against all columns, adding
+// into y. Nothing is allocated: a failed allocation cannot be reported from inside a ggml op.
 template <typename Kernel>
 AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
-    Scratch & s = scratch;
-    Kernel::prepare_activations(a, s);
+    constexpr int64_t chunk = int64_t(CHUNK_BYTES / Kernel::PANEL_BLOCK);
+    static_assert(chunk >= 1, "a block's panel must fit the chunk");
+    alignas(64) uint8_t panel[chunk * Kernel::PANEL_BLOCK];
+    alignas(64) uint8_t scales[chunk * Kernel::SCALES_BLOCK + 64];
     const int64_t nb = a.K / Kernel::BLOCK;
-    uint8_t * panel  = Scratch::aligned(s.panel_storage, size_t(nb) * Kernel::PANEL_BLOCK);
-    uint8_t * scales = Scratch::aligned(s.panel_scales, size_t(nb) * Kernel::SCALES_BLOCK);
     for (int64_t m0 = int64_t(ith) * PANEL_ROWS; m0 < a.M; m0 += int64_t(nth) * PANEL_ROWS) {
-        Kernel::pack_panel(a, m0, panel, scales);
-        int64_t n0 = 0;
-        for (; n0 + Kernel::TILE_COLS <= a.N; n0 += Kernel::TILE_COLS) {
-            Kernel::template tile<Kernel::TILE_COLS>(a, panel, scales, s, m0, n0);
+        for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+            const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
+            Kernel::pack_panel(a, m0, b0, b1, panel, scales);
+            int64_t n0 = 0;
+            for (; n0 + Kernel::TILE_COLS <= a.N; n0 += Kernel::TILE_COLS) {
+                Kernel::template tile<Kernel::TILE_COLS>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
+            }
+            tail<Kernel, Kernel::TILE_COLS - 1>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
         }
-        tail<Kernel, Kernel::TILE_COLS - 1>(a, panel, scales, s, m0, n0);
+    }
+}
+
+// Rows [n0, n1) of the activation data, the share of thread ITH of NTH.
+template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int nth) {
+    const int64_t per = (a.N + nth - 1) / nth, n0 = per * ith, n1 = n0 + per < a.N ? n0 + per : a.N;
+    if (n0 < n1) {
+        Kernel::prepare_rows(a, n0, n1);
     }
 }
 
@@ -517,9 +666,28 @@ bool cpu_has_avx512_bf16() {
 bool avx512_gemm_handles(ggml_type type) {
     switch (type) {
         case GGML_TYPE_Q8_0:
-        case GGML_TYPE_Q4_K: return cpu_has_avx512_vnni();
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q6_K: return cpu_has_avx512_vnni();
         case GGML_TYPE_BF16: return cpu_has_avx512_bf16();
         default:             return false;
+    }
+}
+
+int64_t avx512_gemm_aux_ints(ggml_type weight_type, int64_t K) {
+    switch (weight_type) {
+        case GGML_TYPE_Q8_0: return K / Q8_0Kernel::BLOCK * (Q8_0Kernel::SUMS + 1);
+        case GGML_TYPE_Q4_K: return K / Q4_KKernel::BLOCK * (Q4_KKernel::SUMS + 1);
+        case GGML_TYPE_Q6_K: return K / Q6_KKernel::BLOCK * (Q6_KKernel::SUMS + 1);
+        default:             return 0;
+    }
+}
+
+void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
+    switch (a.type) {
+        case GGML_TYPE_Q8_0: prepare<Q8_0Kernel>(a, ith, nth); break;
+        case GGML_TYPE_Q4_K: prepare<Q4_KKernel>(a, ith, nth); break;
+        case GGML_TYPE_Q6_K: prepare<Q6_KKernel>(a, ith, nth); break;
+        default: break;
     }
 }
 
@@ -527,6 +695,7 @@ void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
     switch (a.type) {
         case GGML_TYPE_Q8_0: gemm<Q8_0Kernel>(a, ith, nth); break;
         case GGML_TYPE_Q4_K: gemm<Q4_KKernel>(a, ith, nth); break;
+        case GGML_TYPE_Q6_K: gemm<Q6_KKernel>(a, ith, nth); break;
         case GGML_TYPE_BF16: gemm<BF16Kernel>(a, ith, nth); break;
         default: break;
     }
@@ -535,18 +704,23 @@ void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
 #else
 
 bool avx512_gemm_handles(ggml_type) { return false; }
+int64_t avx512_gemm_aux_ints(ggml_type, int64_t) { return 0; }
+void avx512_gemm_prepare(const Avx512GemmArgs &, int, int) {}
 void avx512_gemm(const Avx512GemmArgs &, int, int) {}
 
 #endif
 
 ggml_type avx512_gemm_activation_type(ggml_type weight_type) {
     switch (weight_type) {
-        case GGML_TYPE_Q4_K: return GGML_TYPE_Q8_K;
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q6_K: return GGML_TYPE_Q8_K;
         case GGML_TYPE_BF16: return GGML_TYPE_BF16;
         default:             return GGML_TYPE_Q8_0;
     }
 }
 
-int64_t avx512_gemm_row_multiple(ggml_type weight_type) { return weight_type == GGML_TYPE_Q4_K ? QK_K : 32; }
+int64_t avx512_gemm_row_multiple(ggml_type weight_type) {
+    return weight_type == GGML_TYPE_Q4_K || weight_type == GGML_TYPE_Q6_K ? QK_K : 32;
+}
 
 } // namespace transcribe

@@ -1,13 +1,13 @@
-// GEMM for the compute-bound stages (encoder, prefill) on x86 CPUs with AVX-512: Q8_0 and Q4_K
+// GEMM for the compute-bound stages (encoder, prefill) on x86 CPUs with AVX-512: Q8_0, Q4_K and Q6_K
 // weights through VNNI integer dot products, BF16 weights through AVX512-BF16 ones.
 //
 // ggml has no repacked Q8_0 layout on x86, and its tinyBLAS Q8_0 GEMM runs one 32-wide dot product
-// per instruction chain; its repacked Q4_K GEMM has no VNNI path; its tinyBLAS BF16 GEMM trails
-// PyTorch's oneDNN. These kernels unpack 32 weight rows at a time into the dot-product instructions'
-// order (4 bytes of each of 16 rows per vector: 4 weights of Q8_0/Q4_K, one per byte, or 2 of BF16)
-// in a per-thread panel, so one VPDPBUSD does 64 multiply-adds (VDPBF16PS 32), and reuse that panel
-// for every column of the activations. The panel is made per call from the weights as they lie in
-// memory: nothing is converted or kept at load.
+// per instruction chain; its repacked Q4_K GEMM has no VNNI path; Q6_K has no GEMM at all (a dot
+// product per output); its tinyBLAS BF16 GEMM trails PyTorch's oneDNN. These kernels unpack 32 weight
+// rows at a time into the dot-product instructions' order (4 bytes of each of 16 rows per vector: 4
+// weights of Q8_0/Q4_K/Q6_K, one per byte, or 2 of BF16) in a per-thread panel, so one VPDPBUSD does
+// 64 multiply-adds (VDPBF16PS 32), and reuse that panel for every column of the activations. The
+// panel is made per call from the weights as they lie in memory: nothing is converted or kept at load.
 //
 // They compute what ggml's mul_mat computes for these types: the same products of the same
 // activations, quantized or rounded by ggml's own from_float (Q8_0, Q8_K, BF16), with the same block
@@ -21,7 +21,7 @@
 
 namespace transcribe {
 
-// Whether there is a kernel for weights of TYPE (Q8_0, Q4_K, BF16) that this CPU (and build) runs, and
+// Whether there is a kernel for weights of TYPE (Q8_0, Q4_K, Q6_K, BF16) that this CPU (and build) runs, and
 // the type activations take for it.
 bool avx512_gemm_handles(ggml_type type);
 ggml_type avx512_gemm_activation_type(ggml_type weight_type);
@@ -29,17 +29,24 @@ ggml_type avx512_gemm_activation_type(ggml_type weight_type);
 int64_t avx512_gemm_row_multiple(ggml_type weight_type);
 
 struct Avx512GemmArgs {
-    ggml_type    type;   // of the weights
+    ggml_type    type;            // of the weights
     bool         q4_k_x8 = false; // Q4_K weights in ggml's CPU repack layout (8 rows interleaved), not the file's
-    const void * w;      // M rows of K values, row stride w_row_bytes (file layout)
-    const void * x;      // N rows of K values in the activation type, row stride x_row_bytes
-    float *      y;      // N rows of M floats, row stride y_row_floats
+    const void * w;               // M rows of K values, row stride w_row_bytes (file layout)
+    const void * x;               // N rows of K values in the activation type, row stride x_row_bytes
+    int32_t *    aux = nullptr;   // N rows of avx512_gemm_aux_ints(type, K): made by avx512_gemm_prepare
+    float *      y;               // N rows of M floats, row stride y_row_floats
     int64_t      K, M, N;
-    size_t       w_row_bytes, x_row_bytes, y_row_floats;
+    size_t       w_row_bytes, x_row_bytes, aux_row_ints = 0, y_row_floats;
 };
 
+// What the kernel for TYPE needs of each activation row beyond the row itself (per-block scales and
+// sums, 0 for BF16), as int32 values, and the pass that makes it from a.x into a.aux: thread ITH of
+// NTH makes its share of the rows. It must be complete before avx512_gemm() starts.
+int64_t avx512_gemm_aux_ints(ggml_type weight_type, int64_t K);
+void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth);
+
 // y[n][m] = sum_k w[m][k] * x[n][k]. Thread ITH of NTH computes its share of the 32-row weight
-// panels; the shares do not overlap, so no barrier is needed.
+// panels; the shares do not overlap, so no barrier is needed. Nothing is allocated.
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth);
 
 } // namespace transcribe
