@@ -146,6 +146,36 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemm,
                                            Shape {Q6K, 512, 96, 7, 2}, Shape {Q6K, 6144, 2048, 152, 2},
                                            Shape {Q6K, 2048, 64, 138, 3}));
 
+// The bias is added in the kernel's epilogue: the same as ggml_add after ggml's mul_mat.
+TEST(Avx512GemmBias, Fused_bias_matches_ggml_add) {
+    for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_BF16}) {
+        if (!avx512_gemm_handles(type)) {
+            continue;
+        }
+        const Shape s {type, 512, 96, 19, 2};
+        Operands o(s, 7);
+        ggml_init_params p = {ggml_tensor_overhead(), nullptr, true};
+        ggml_context * bctx = ggml_init(p);
+        ggml_tensor * b = ggml_new_tensor_1d(bctx, GGML_TYPE_F32, s.M);
+        ggml_backend_buffer_t bbuf = ggml_backend_alloc_ctx_tensors(bctx, o.cpu);
+        std::vector<float> bias(size_t(s.M));
+        for (size_t i = 0; i < bias.size(); ++i) {
+            bias[i] = float(i % 13) - 6.5f;
+        }
+        ggml_backend_tensor_set(b, bias.data(), 0, bias.size() * sizeof(float));
+        const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_add(c, ggml_mul_mat(c, o.w, o.x), b); });
+        const std::vector<float> ours = o.compute([&](ggml_context * c) { return matmul(c, o.w, o.x, b); });
+        float scale = 0.0f, diff = 0.0f;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            scale = std::max(scale, std::fabs(ref[i]));
+            diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
+        }
+        EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(type);
+        ggml_backend_buffer_free(bbuf);
+        ggml_free(bctx);
+    }
+}
+
 TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_only) {
     if (!avx512_gemm_handles(GGML_TYPE_Q8_0) || !avx512_gemm_handles(GGML_TYPE_Q4_K)) {
         GTEST_SKIP() << "this CPU has no AVX-512 VNNI";

@@ -13,10 +13,7 @@ namespace {
 
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 
-ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
-    ggml_tensor * y = matmul(ctx, w, x);
-    return b ? ggml_add(ctx, y, b) : y;
-}
+ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) { return matmul(ctx, w, x, b); }
 
 // x [W, H, C] -> pointwise (1x1) conv over channels, + bias.
 ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {

@@ -41,12 +41,18 @@ void run_prepare(ggml_tensor * dst, int ith, int nth, void * weight) {
     avx512_gemm_prepare(a, ith, nth);
 }
 
-// dst = W x, from src[0] = the quantized (or BF16) activations and src[1] = their per-block data.
+// dst = W x (+ b), from src[0] = the quantized (or BF16) activations, then their per-block data where
+// the type has it, then the bias if there is one.
 void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
-    if (const ggml_tensor * aux = dst->src[1]) {
+    int next = 1;
+    if (avx512_gemm_aux_ints(a.type, a.K) > 0) {
+        const ggml_tensor * aux = dst->src[next++];
         a.aux          = static_cast<int32_t *>(aux->data);
         a.aux_row_ints = aux->nb[1] / sizeof(int32_t);
+    }
+    if (next < GGML_MAX_SRC && dst->src[next]) {
+        a.bias = static_cast<const float *>(dst->src[next]->data);
     }
     a.y            = static_cast<float *>(dst->data);
     a.y_row_floats = dst->nb[1] / sizeof(float);
@@ -73,12 +79,14 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
            x->ne[3] == 1 && x->ne[1] >= AVX512_GEMM_MIN_COLS;
 }
 
-ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    ggml_tensor * args[2] = {ggml_cast(ctx, x, avx512_gemm_activation_type(w->type)), nullptr};
+ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    ggml_tensor * args[3] = {ggml_cast(ctx, x, avx512_gemm_activation_type(w->type)), nullptr, nullptr};
     int n_args = 1;
     if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
-        args[1] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
-        n_args  = 2;
+        args[n_args++] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
+    }
+    if (b) {
+        args[n_args++] = b;
     }
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, n_args, run_gemm,
                                      GGML_N_TASKS_MAX, w);
@@ -86,8 +94,15 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return y;
 }
 
-ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x) {
-    return avx512_gemm_applies(w, x) ? avx512_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x);
+ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    if (avx512_gemm_applies(w, x)) {
+        const bool fuse_bias = b && b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && ggml_nelements(b) == w->ne[1] &&
+                               b->buffer && ggml_backend_buffer_is_host(b->buffer);
+        ggml_tensor * y = avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr);
+        return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
+    }
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    return b ? ggml_add(ctx, y, b) : y;
 }
 
 } // namespace transcribe

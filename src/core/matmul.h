@@ -6,15 +6,17 @@
 
 namespace transcribe {
 
-// W [K, M] x X [K, N] -> [M, N], as ggml_mul_mat. Takes our kernel when it has one for W's type, W is
-// in host memory in its file layout (or, for Q4_K, in ggml's CPU repack buffer), X is a contiguous
-// F32 matrix of at least AVX512_GEMM_MIN_COLS columns (below that the product is bound by reading W,
-// which ggml's GEMV does as well, from the repacked layout where there is one), and the CPU runs it.
-ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+// W [K, M] x X [K, N] (+ B [M] on every column) -> [M, N], as ggml_mul_mat (and ggml_add). Takes our
+// kernel when it has one for W's type, W is in host memory in its file layout (or, for Q4_K, in ggml's
+// CPU repack buffer), X is a contiguous F32 matrix of at least AVX512_GEMM_MIN_COLS columns (below
+// that the product is bound by reading W, which ggml's GEMV does as well, from the repacked layout
+// where there is one), and the CPU runs it.
+ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
-// activation type by a ggml copy (ggml's own quantize_row, as its mul_mat does), then the custom op runs.
-ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x);
+// activation type by a ggml copy (ggml's own quantize_row, as its mul_mat does), then the custom op runs;
+// B, if given, is added in the kernel's epilogue.
+ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 
 // Whether matmul() would take the kernel for these operands.
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);

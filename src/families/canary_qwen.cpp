@@ -138,7 +138,7 @@ Graph & CanaryQwenSession::encoder_graph(int n_frames, int n_valid) {
         auto g = std::make_unique<Graph>(16384, "encoder");
         FastConformer::Taps taps;
         ggml_tensor * enc = model_.encoder_.build(*g, n_frames, n_valid, &taps);
-        ggml_tensor * proj = ggml_add(g->ctx(), matmul(g->ctx(), model_.proj_w_, enc), model_.proj_b_);
+        ggml_tensor * proj = matmul(g->ctx(), model_.proj_w_, enc, model_.proj_b_);
         if (dump_enabled()) {
             g->output(taps.pre_encode, "pre_encode");
             g->output(taps.layer0, "enc_layer_0");

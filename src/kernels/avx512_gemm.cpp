@@ -159,8 +159,8 @@ struct Q8_0Kernel {
         const uint8_t * xq[NR];
         for (int c = 0; c < NR; ++c) {
             const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
             xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 2;
         }
         const int32_t * sums[NR];
@@ -349,8 +349,8 @@ struct Q4_KKernel {
         const uint8_t * xq[NR];
         for (int c = 0; c < NR; ++c) {
             const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
             xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
         }
         const int32_t * sums[NR];
@@ -493,8 +493,8 @@ struct Q6_KKernel {
         const uint8_t * xq[NR];
         for (int c = 0; c < NR; ++c) {
             const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
             xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
         }
         const int32_t * sums[NR];
@@ -581,8 +581,8 @@ struct BF16Kernel {
         const uint8_t * x[NR];
         for (int c = 0; c < NR; ++c) {
             const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : _mm512_setzero_ps();
+            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
+            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
             x[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + size_t(b0) * BLOCK * 2;
         }
         for (int64_t p = 0; p < (b1 - b0) * BLOCK / 2; ++p) {
@@ -649,10 +649,10 @@ template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int n
     }
 }
 
+// (Every AVX-512 CPU also has F16C and FMA, which clang's __builtin_cpu_supports cannot name.)
 bool cpu_has_avx512_vnni() {
     static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-                           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma") && layouts_match();
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && layouts_match();
     return ok;
 }
 

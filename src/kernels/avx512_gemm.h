@@ -34,6 +34,7 @@ struct Avx512GemmArgs {
     const void * w;               // M rows of K values, row stride w_row_bytes (file layout)
     const void * x;               // N rows of K values in the activation type, row stride x_row_bytes
     int32_t *    aux = nullptr;   // N rows of avx512_gemm_aux_ints(type, K): made by avx512_gemm_prepare
+    const float * bias = nullptr; // M floats added to every row of y, or none
     float *      y;               // N rows of M floats, row stride y_row_floats
     int64_t      K, M, N;
     size_t       w_row_bytes, x_row_bytes, aux_row_ints = 0, y_row_floats;
@@ -45,7 +46,7 @@ struct Avx512GemmArgs {
 int64_t avx512_gemm_aux_ints(ggml_type weight_type, int64_t K);
 void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth);
 
-// y[n][m] = sum_k w[m][k] * x[n][k]. Thread ITH of NTH computes its share of the 32-row weight
+// y[n][m] = sum_k w[m][k] * x[n][k] (+ bias[m]). Thread ITH of NTH computes its share of the 32-row weight
 // panels; the shares do not overlap, so no barrier is needed. Nothing is allocated.
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth);
 
