@@ -57,8 +57,9 @@ def main():
             a = np.asarray(lora_a.data, dtype=np.float32).reshape([int(x) for x in reversed(lora_a.shape.tolist())])
             lb = tensors[t.name[: -len(".weight")] + ".lora_b"]
             b = np.asarray(lb.data, dtype=np.float32).reshape([int(x) for x in reversed(lb.shape.tolist())])
-            if t.tensor_type == gguf.GGMLQuantizationType.BF16:
-                base = (data.reshape(shape).astype(np.uint32) << 16).view(np.float32)
+            if t.tensor_type == gguf.GGMLQuantizationType.BF16:  # the reader hands BF16 over as raw bytes
+                bits = data.view(np.uint16) if data.dtype == np.uint8 else data
+                base = (bits.reshape(shape).astype(np.uint32) << 16).view(np.float32)
             else:
                 base = data.reshape(shape).astype(np.float32)
             merged = base + b @ a

@@ -17,16 +17,17 @@ namespace {
 
 // ggml's block layouts (ggml-common.h), checked against ggml_type_size() before any kernel runs.
 constexpr int    QK8_0      = 32;
-constexpr size_t Q8_0_BYTES = 2 + QK8_0;              // F16 scale, 32 signed bytes
+constexpr size_t Q8_0_BYTES = 2 + QK8_0;                           // F16 scale, 32 signed bytes
 constexpr int    QK_K       = 256;
-constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;  // F16 d, F16 dmin, 6-bit scales/mins, nibbles
-constexpr size_t Q6_K_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2; // low nibbles, high 2 bits, 8-bit scales, F16 d
-constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;      // F32 scale, 256 signed bytes, 16 sums of 16
+constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;               // F16 d, F16 dmin, 6-bit scales/mins, nibbles
+constexpr size_t Q6_K_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2; // low 4 bits, high 2 bits, 8-bit scales, F16 d
+constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;                   // F32 scale, 256 signed bytes, 16 sums of 16
 
 constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
 
 bool layouts_match() {
-    return ggml_type_size(GGML_TYPE_BF16) == 2 && ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
+    return ggml_type_size(GGML_TYPE_BF16) == 2 &&
+           ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
            ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
            ggml_type_size(GGML_TYPE_Q6_K) == Q6_K_BYTES && ggml_blck_size(GGML_TYPE_Q6_K) == QK_K &&
            ggml_type_size(GGML_TYPE_Q8_K) == Q8_K_BYTES && ggml_blck_size(GGML_TYPE_Q8_K) == QK_K;
@@ -42,11 +43,9 @@ namespace {
 
 // Each activation row's data for the kernels (avx512_gemm_prepare): SUMS int32 per block, then one
 // F32 scale per block.
-template <int BLOCK, int SUMS> inline int32_t * row_sums(const Avx512GemmArgs & a, int64_t n) {
-    return a.aux + size_t(n) * a.aux_row_ints;
-}
+inline int32_t * row_sums(const Avx512GemmArgs & a, int64_t n) { return a.aux + size_t(n) * a.aux_row_ints; }
 template <int BLOCK, int SUMS> inline float * row_scales(const Avx512GemmArgs & a, int64_t n) {
-    return reinterpret_cast<float *>(row_sums<BLOCK, SUMS>(a, n) + a.K / BLOCK * SUMS);
+    return reinterpret_cast<float *>(row_sums(a, n) + a.K / BLOCK * SUMS);
 }
 
 AVX512_TARGET inline float half_to_float(const uint8_t * p) {
@@ -91,6 +90,82 @@ AVX512_TARGET inline void transpose_16x8(const uint8_t * p, size_t row_bytes, __
     }
 }
 
+// ---- Pieces of the register tiles: NR activation columns x the panel's 32 rows (2 vectors) ---------
+
+#define TILE_INLINE AVX512_TARGET inline __attribute__((always_inline))
+
+// The tile's starting sums: what y holds so far (a later chunk of blocks), else the bias, else zero.
+template <int NR>
+TILE_INLINE void tile_begin(const Avx512GemmArgs & a, int64_t m0, int64_t n0, bool accumulate, __m512 (&acc)[NR][2]) {
+    for (int c = 0; c < NR; ++c) {
+        for (int h = 0; h < 2; ++h) {
+            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0 + 16 * h;
+            acc[c][h] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16 * h) : _mm512_setzero_ps();
+        }
+    }
+}
+
+template <int NR> TILE_INLINE void tile_end(const Avx512GemmArgs & a, int64_t m0, int64_t n0, const __m512 (&acc)[NR][2]) {
+    for (int c = 0; c < NR; ++c) {
+        for (int h = 0; h < 2; ++h) {
+            _mm512_storeu_ps(a.y + size_t(n0 + c) * a.y_row_floats + m0 + 16 * h, acc[c][h]);
+        }
+    }
+}
+
+// Column c's activation bytes start at X[c] (OFFSET into each row), its per-row data at SUMS[c], XD[c].
+template <int NR> struct TileColumns {
+    const uint8_t * x[NR];
+    const int32_t * sums[NR];
+    const float *   xd[NR];
+};
+
+template <int NR, int BLOCK, int SUMS>
+TILE_INLINE TileColumns<NR> tile_columns(const Avx512GemmArgs & a, int64_t n0, size_t offset) {
+    TileColumns<NR> t;
+    for (int c = 0; c < NR; ++c) {
+        t.x[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + offset;
+        if constexpr (SUMS > 0) {
+            t.sums[c] = row_sums(a, n0 + c);
+            t.xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
+        }
+    }
+    return t;
+}
+
+// dot[c][h] += the 4 weights per row in the panel vectors at P (rows 0-15, 16-31) x the 4 activation
+// bytes of column c at offset XO.
+template <int NR>
+TILE_INLINE void dot_group(const uint8_t * p, const TileColumns<NR> & t, size_t xo, __m512i (&dot)[NR][2]) {
+    const __m512i w0 = _mm512_load_si512(p), w1 = _mm512_load_si512(p + 64);
+    for (int c = 0; c < NR; ++c) {
+        const __m512i xb = broadcast4(t.x[c] + xo);
+        dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
+        dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
+    }
+}
+
+// sum[c][h] += dot[c][h] * the rows' integer sub-block scales at SC.
+template <int NR> TILE_INLINE void scale_int(const int32_t * sc, const __m512i (&dot)[NR][2], __m512i (&sum)[NR][2]) {
+    const __m512i s0 = _mm512_load_si512(sc), s1 = _mm512_load_si512(sc + 16);
+    for (int c = 0; c < NR; ++c) {
+        sum[c][0] = _mm512_add_epi32(sum[c][0], _mm512_mullo_epi32(dot[c][0], s0));
+        sum[c][1] = _mm512_add_epi32(sum[c][1], _mm512_mullo_epi32(dot[c][1], s1));
+    }
+}
+
+// acc[c][h] += dot[c][h] * the rows' block scales at D * column c's scale of block B.
+template <int NR>
+TILE_INLINE void scale_float(const float * d, const TileColumns<NR> & t, int64_t b, const __m512i (&dot)[NR][2],
+                             __m512 (&acc)[NR][2]) {
+    const __m512 d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
+    for (int c = 0; c < NR; ++c) {
+        const __m512 dx = _mm512_set1_ps(t.xd[c][b]);
+        acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
+        acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
+    }
+}
+
 // Byte offsets of 16 consecutive weight rows, for gathers.
 AVX512_TARGET inline __m512i row_offsets(size_t row_bytes) {
     return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -107,13 +182,13 @@ struct Q8_0Kernel {
     static constexpr int    BLOCK        = QK8_0;
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK8_0;  // unpacked bytes per block
     static constexpr size_t SCALES_BLOCK = PANEL_ROWS * sizeof(float);  // row scales per block
-    static constexpr int    SUMS         = 1;                           // x_sums per block
+    static constexpr int    SUMS         = 1;                           // -128 * the block's activation sum
 
     AVX512_TARGET static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
         const __m256i ones = _mm256_set1_epi8(1);
         for (int64_t n = n0; n < n1; ++n) {
-            int32_t * sums = row_sums<BLOCK, SUMS>(a, n);
+            int32_t * sums = row_sums(a, n);
             float *   dx   = row_scales<BLOCK, SUMS>(a, n);
             const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
             for (int64_t b = 0; b < nb; ++b) {
@@ -154,52 +229,42 @@ struct Q8_0Kernel {
 
     template <int NR>
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
-                                 int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+                                   int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
-        const uint8_t * xq[NR];
-        for (int c = 0; c < NR; ++c) {
-            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
-            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 2;
-        }
-        const int32_t * sums[NR];
-        const float *   xd[NR];
-        for (int c = 0; c < NR; ++c) {
-            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
-            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
-        }
+        tile_begin<NR>(a, m0, n0, accumulate, acc);
+        const TileColumns<NR> t = tile_columns<NR, BLOCK, SUMS>(a, n0, 2);
         for (int64_t b = b0; b < b1; ++b) {
             __m512i dot[NR][2];
             for (int c = 0; c < NR; ++c) {
-                dot[c][0] = dot[c][1] = _mm512_set1_epi32(sums[c][b]);
+                dot[c][0] = dot[c][1] = _mm512_set1_epi32(t.sums[c][b]);
             }
-            const uint8_t * p  = panel + size_t(b - b0) * PANEL_BLOCK;
-            const size_t    xo = size_t(b) * Q8_0_BYTES;
+            const uint8_t * p = panel + size_t(b - b0) * PANEL_BLOCK;
             for (int g = 0; g < BLOCK / 4; ++g) {
-                const __m512i w0 = _mm512_load_si512(p + g * 128);
-                const __m512i w1 = _mm512_load_si512(p + g * 128 + 64);
-                for (int c = 0; c < NR; ++c) {
-                    const __m512i xb = broadcast4(xq[c] + xo + 4 * g);
-                    dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
-                    dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
-                }
+                dot_group<NR>(p + g * 128, t, size_t(b) * Q8_0_BYTES + 4 * size_t(g), dot);
             }
-            const float * d  = reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK);
-            const __m512  d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
-            for (int c = 0; c < NR; ++c) {
-                const __m512 dx = _mm512_set1_ps(xd[c][b]);
-                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
-                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
-            }
+            scale_float<NR>(reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK), t, b, dot, acc);
         }
-        for (int c = 0; c < NR; ++c) {
-            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            _mm512_storeu_ps(y, acc[c][0]);
-            _mm512_storeu_ps(y + 16, acc[c][1]);
-        }
+        tile_end<NR>(a, m0, n0, acc);
     }
 };
+
+// Q8_K activation rows (for Q4_K and Q6_K weights): each block's F32 scale, and what MAKE_SUMS derives
+// from the block's 16 sums of 16 values.
+template <int BLOCK, int SUMS, typename MakeSums>
+void prepare_q8_k_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1, MakeSums make_sums) {
+    for (int64_t n = n0; n < n1; ++n) {
+        const uint8_t * row  = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
+        int32_t *       sums = row_sums(a, n);
+        float *         dx   = row_scales<BLOCK, SUMS>(a, n);
+        for (int64_t b = 0; b < a.K / BLOCK; ++b) {
+            const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
+            int16_t sums16[16];
+            std::memcpy(&dx[b], blk, sizeof(float));
+            std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
+            make_sums(sums16, sums + b * SUMS);
+        }
+    }
+}
 
 // ---- Q4_K weights x Q8_K activations -------------------------------------------------------------
 //
@@ -210,30 +275,19 @@ struct Q8_0Kernel {
 // over (m_2i, m_2i+1) x (sum_2i, sum_2i+1) pairs of 16-bit values.
 struct Q4_KKernel {
     static constexpr int    TILE_COLS    = 4;
-    static constexpr int    BLOCK       = QK_K;
-    static constexpr size_t PANEL_BLOCK = size_t(PANEL_ROWS) * QK_K;
+    static constexpr int    BLOCK        = QK_K;
+    static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK_K;
     // per block: sc [8][32] int32, min pairs [4][32] int32, d [32] F32, dmin [32] F32
     static constexpr size_t SCALES_BLOCK = (8 + 4 + 1 + 1) * PANEL_ROWS * 4;
     static constexpr int    SUMS         = 4; // (sum_2i, sum_2i+1) pairs of 32-value sums, as int16
 
     static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
-        const int64_t nb = a.K / BLOCK;
-        for (int64_t n = n0; n < n1; ++n) {
-            const uint8_t * row  = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
-            int32_t *       sums = row_sums<BLOCK, SUMS>(a, n);
-            float *         dx   = row_scales<BLOCK, SUMS>(a, n);
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
-                int16_t sums16[16];
-                std::memcpy(&dx[b], blk, sizeof(float));
-                std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
-                for (int i = 0; i < SUMS; ++i) {
-                    // |sum of 32 bytes| <= 4096: fits 16 bits
-                    const int32_t lo = sums16[4 * i] + sums16[4 * i + 1], hi = sums16[4 * i + 2] + sums16[4 * i + 3];
-                    sums[b * SUMS + i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
-                }
+        prepare_q8_k_rows<BLOCK, SUMS>(a, n0, n1, [](const int16_t * sums16, int32_t * out) {
+            for (int i = 0; i < SUMS; ++i) { // |sum of 32 bytes| <= 4096: fits 16 bits
+                const int32_t lo = sums16[4 * i] + sums16[4 * i + 1], hi = sums16[4 * i + 2] + sums16[4 * i + 3];
+                out[i] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
             }
-        }
+        });
     }
 
     // Rows [m0, m0 + 32): per block, sub-block j and group g of 4 values, 64 bytes of rows m0..m0+15
@@ -344,28 +398,15 @@ struct Q4_KKernel {
 
     template <int NR>
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
-                                 int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+                                   int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
-        const uint8_t * xq[NR];
-        for (int c = 0; c < NR; ++c) {
-            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
-            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
-        }
-        const int32_t * sums[NR];
-        const float *   xd[NR];
-        for (int c = 0; c < NR; ++c) {
-            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
-            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
-        }
+        tile_begin<NR>(a, m0, n0, accumulate, acc);
+        const TileColumns<NR> t = tile_columns<NR, BLOCK, SUMS>(a, n0, 4);
         for (int64_t b = b0; b < b1; ++b) {
             const uint8_t * p    = panel + size_t(b - b0) * PANEL_BLOCK;
             const int32_t * sc   = reinterpret_cast<const int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
             const int32_t * mins = sc + 8 * PANEL_ROWS;
             const float *   d    = reinterpret_cast<const float *>(mins + 4 * PANEL_ROWS);
-            const float *   dmin = d + PANEL_ROWS;
-            const size_t    xo   = size_t(b) * Q8_K_BYTES;
             __m512i sum[NR][2];
             for (int c = 0; c < NR; ++c) {
                 sum[c][0] = sum[c][1] = _mm512_setzero_si512();
@@ -376,41 +417,25 @@ struct Q4_KKernel {
                     dot[c][0] = dot[c][1] = _mm512_setzero_si512();
                 }
                 for (int g = 0; g < 8; ++g) {
-                    const __m512i w0 = _mm512_load_si512(p + (j * 8 + g) * 128);
-                    const __m512i w1 = _mm512_load_si512(p + (j * 8 + g) * 128 + 64);
-                    for (int c = 0; c < NR; ++c) {
-                        const __m512i xb = broadcast4(xq[c] + xo + 32 * j + 4 * g);
-                        dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
-                        dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
-                    }
+                    dot_group<NR>(p + (j * 8 + g) * 128, t, size_t(b) * Q8_K_BYTES + 32 * size_t(j) + 4 * size_t(g), dot);
                 }
-                const __m512i s0 = _mm512_load_si512(sc + j * PANEL_ROWS), s1 = _mm512_load_si512(sc + j * PANEL_ROWS + 16);
-                for (int c = 0; c < NR; ++c) {
-                    sum[c][0] = _mm512_add_epi32(sum[c][0], _mm512_mullo_epi32(dot[c][0], s0));
-                    sum[c][1] = _mm512_add_epi32(sum[c][1], _mm512_mullo_epi32(dot[c][1], s1));
-                }
+                scale_int<NR>(sc + j * PANEL_ROWS, dot, sum);
             }
-            const __m512 d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
-            const __m512 dm0 = _mm512_load_ps(dmin), dm1 = _mm512_load_ps(dmin + 16);
+            __m512i mn[NR][2];
             for (int c = 0; c < NR; ++c) {
-                __m512i mn0 = _mm512_setzero_si512(), mn1 = _mm512_setzero_si512();
+                mn[c][0] = mn[c][1] = _mm512_setzero_si512();
                 for (int i = 0; i < 4; ++i) {
-                    const __m512i xp = _mm512_set1_epi32(sums[c][b * SUMS + i]);
-                    mn0 = _mm512_dpwssd_epi32(mn0, _mm512_load_si512(mins + i * PANEL_ROWS), xp);
-                    mn1 = _mm512_dpwssd_epi32(mn1, _mm512_load_si512(mins + i * PANEL_ROWS + 16), xp);
+                    const __m512i xp = _mm512_set1_epi32(t.sums[c][b * SUMS + i]);
+                    mn[c][0] = _mm512_dpwssd_epi32(mn[c][0], _mm512_load_si512(mins + i * PANEL_ROWS), xp);
+                    mn[c][1] = _mm512_dpwssd_epi32(mn[c][1], _mm512_load_si512(mins + i * PANEL_ROWS + 16), xp);
                 }
-                const __m512 dx = _mm512_set1_ps(xd[c][b]);
-                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
-                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
-                acc[c][0] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn0), _mm512_mul_ps(dm0, dx), acc[c][0]);
-                acc[c][1] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn1), _mm512_mul_ps(dm1, dx), acc[c][1]);
+                mn[c][0] = _mm512_sub_epi32(_mm512_setzero_si512(), mn[c][0]); // the mins are subtracted
+                mn[c][1] = _mm512_sub_epi32(_mm512_setzero_si512(), mn[c][1]);
             }
+            scale_float<NR>(d, t, b, sum, acc);
+            scale_float<NR>(d + PANEL_ROWS, t, b, mn, acc); // dmin
         }
-        for (int c = 0; c < NR; ++c) {
-            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            _mm512_storeu_ps(y, acc[c][0]);
-            _mm512_storeu_ps(y + 16, acc[c][1]);
-        }
+        tile_end<NR>(a, m0, n0, acc);
     }
 };
 
@@ -429,21 +454,11 @@ struct Q6_KKernel {
     static constexpr int    SUMS         = 16;                        // -32 * sum of each 16 values
 
     static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
-        const int64_t nb = a.K / BLOCK;
-        for (int64_t n = n0; n < n1; ++n) {
-            const uint8_t * row  = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
-            int32_t *       sums = row_sums<BLOCK, SUMS>(a, n);
-            float *         dx   = row_scales<BLOCK, SUMS>(a, n);
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t * blk = row + size_t(b) * Q8_K_BYTES;
-                int16_t sums16[16];
-                std::memcpy(&dx[b], blk, sizeof(float));
-                std::memcpy(sums16, blk + 4 + QK_K, sizeof(sums16));
-                for (int i = 0; i < SUMS; ++i) {
-                    sums[b * SUMS + i] = -32 * int32_t(sums16[i]);
-                }
+        prepare_q8_k_rows<BLOCK, SUMS>(a, n0, n1, [](const int16_t * sums16, int32_t * out) {
+            for (int i = 0; i < SUMS; ++i) {
+                out[i] = -32 * int32_t(sums16[i]);
             }
-        }
+        });
     }
 
     // Rows [m0, m0 + 32): per block, for each group of 4 values, 64 bytes of rows m0..m0+15 then 64 of
@@ -490,24 +505,11 @@ struct Q6_KKernel {
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
                                    int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
-        const uint8_t * xq[NR];
-        for (int c = 0; c < NR; ++c) {
-            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
-            xq[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + 4;
-        }
-        const int32_t * sums[NR];
-        const float *   xd[NR];
-        for (int c = 0; c < NR; ++c) {
-            sums[c] = row_sums<BLOCK, SUMS>(a, n0 + c);
-            xd[c]   = row_scales<BLOCK, SUMS>(a, n0 + c);
-        }
+        tile_begin<NR>(a, m0, n0, accumulate, acc);
+        const TileColumns<NR> t = tile_columns<NR, BLOCK, SUMS>(a, n0, 4);
         for (int64_t b = b0; b < b1; ++b) {
             const uint8_t * p  = panel + size_t(b - b0) * PANEL_BLOCK;
             const int32_t * sc = reinterpret_cast<const int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
-            const float *   d  = reinterpret_cast<const float *>(sc + 16 * PANEL_ROWS);
-            const size_t    xo = size_t(b) * Q8_K_BYTES;
             __m512i sum[NR][2];
             for (int c = 0; c < NR; ++c) {
                 sum[c][0] = sum[c][1] = _mm512_setzero_si512();
@@ -515,35 +517,16 @@ struct Q6_KKernel {
             for (int j = 0; j < 16; ++j) {
                 __m512i dot[NR][2];
                 for (int c = 0; c < NR; ++c) {
-                    dot[c][0] = dot[c][1] = _mm512_set1_epi32(sums[c][b * SUMS + j]);
+                    dot[c][0] = dot[c][1] = _mm512_set1_epi32(t.sums[c][b * SUMS + j]);
                 }
                 for (int g = 0; g < 4; ++g) {
-                    const __m512i w0 = _mm512_load_si512(p + (j * 4 + g) * 128);
-                    const __m512i w1 = _mm512_load_si512(p + (j * 4 + g) * 128 + 64);
-                    for (int c = 0; c < NR; ++c) {
-                        const __m512i xb = broadcast4(xq[c] + xo + 16 * j + 4 * g);
-                        dot[c][0] = _mm512_dpbusd_epi32(dot[c][0], w0, xb);
-                        dot[c][1] = _mm512_dpbusd_epi32(dot[c][1], w1, xb);
-                    }
+                    dot_group<NR>(p + (j * 4 + g) * 128, t, size_t(b) * Q8_K_BYTES + 16 * size_t(j) + 4 * size_t(g), dot);
                 }
-                const __m512i s0 = _mm512_load_si512(sc + j * PANEL_ROWS), s1 = _mm512_load_si512(sc + j * PANEL_ROWS + 16);
-                for (int c = 0; c < NR; ++c) {
-                    sum[c][0] = _mm512_add_epi32(sum[c][0], _mm512_mullo_epi32(dot[c][0], s0));
-                    sum[c][1] = _mm512_add_epi32(sum[c][1], _mm512_mullo_epi32(dot[c][1], s1));
-                }
+                scale_int<NR>(sc + j * PANEL_ROWS, dot, sum);
             }
-            const __m512 d0 = _mm512_load_ps(d), d1 = _mm512_load_ps(d + 16);
-            for (int c = 0; c < NR; ++c) {
-                const __m512 dx = _mm512_set1_ps(xd[c][b]);
-                acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
-                acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
-            }
+            scale_float<NR>(reinterpret_cast<const float *>(sc + 16 * PANEL_ROWS), t, b, sum, acc);
         }
-        for (int c = 0; c < NR; ++c) {
-            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            _mm512_storeu_ps(y, acc[c][0]);
-            _mm512_storeu_ps(y + 16, acc[c][1]);
-        }
+        tile_end<NR>(a, m0, n0, acc);
     }
 };
 
@@ -578,27 +561,18 @@ struct BF16Kernel {
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t *, int64_t m0,
                                    int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
-        const uint8_t * x[NR];
-        for (int c = 0; c < NR; ++c) {
-            const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            acc[c][0] = accumulate ? _mm512_loadu_ps(y) : a.bias ? _mm512_loadu_ps(a.bias + m0) : _mm512_setzero_ps();
-            acc[c][1] = accumulate ? _mm512_loadu_ps(y + 16) : a.bias ? _mm512_loadu_ps(a.bias + m0 + 16) : _mm512_setzero_ps();
-            x[c] = static_cast<const uint8_t *>(a.x) + size_t(n0 + c) * a.x_row_bytes + size_t(b0) * BLOCK * 2;
-        }
+        tile_begin<NR>(a, m0, n0, accumulate, acc);
+        const TileColumns<NR> t = tile_columns<NR, BLOCK, 0>(a, n0, size_t(b0) * BLOCK * 2);
         for (int64_t p = 0; p < (b1 - b0) * BLOCK / 2; ++p) {
             const __m512bh w0 = (__m512bh) _mm512_load_si512(panel + p * 128);
             const __m512bh w1 = (__m512bh) _mm512_load_si512(panel + p * 128 + 64);
             for (int c = 0; c < NR; ++c) {
-                const __m512bh xb = (__m512bh) broadcast4(x[c] + 4 * p);
+                const __m512bh xb = (__m512bh) broadcast4(t.x[c] + 4 * p);
                 acc[c][0] = _mm512_dpbf16_ps(acc[c][0], w0, xb);
                 acc[c][1] = _mm512_dpbf16_ps(acc[c][1], w1, xb);
             }
         }
-        for (int c = 0; c < NR; ++c) {
-            float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0;
-            _mm512_storeu_ps(y, acc[c][0]);
-            _mm512_storeu_ps(y + 16, acc[c][1]);
-        }
+        tile_end<NR>(a, m0, n0, acc);
     }
 };
 
