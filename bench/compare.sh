@@ -53,11 +53,14 @@ for dtype in $dtypes; do
         "$(echo "$pp_ours / $pp_llama" | bc -l)" "$tg_ours" "$tg_llama" "$(echo "$tg_ours / $tg_llama" | bc -l)" "$xrt" "$rss" "$size"
 done
 if $py -c "import torch" 2>/dev/null; then
-    echo "PyTorch $($py -c 'import torch; print(torch.__version__)'), $threads threads:"
-    $py "$root/bench/torch_reference.py" lm --threads "$threads" --prompt "$prompt" --new "$new" --dtype bf16
+    # Interleaved twice (PyTorch LM, PyTorch encoder, ours), as these machines drift between minutes.
+    echo "PyTorch $($py -c 'import torch; print(torch.__version__)'), $threads threads, interleaved with ours on $model"
+    echo "(ours: encoder_ms is mel + encoder + projection; prefill as above):"
     samples="$($py -c "import wave; print(wave.open('$audio').getnframes())")"
-    $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype bf16 --samples "$samples" --runs 3
+    for rep in 1 2; do
+        $py "$root/bench/torch_reference.py" lm --threads "$threads" --prompt "$prompt" --new "$new" --dtype bf16
+        $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype bf16 --samples "$samples" --runs 3
+        "$bin/transcribe-bench" -m "$model" -f "$audio" --threads "$threads" --runs 3 --fixed-new-tokens 2 --json
+    done
     $py "$root/bench/torch_reference.py" encoder --threads "$threads" --dtype f32 --samples "$samples" --runs 1
-    echo "ours (encoder_ms is mel + encoder + projection):"
-    "$bin/transcribe-bench" -m "$model" -f "$audio" --threads "$threads" --runs 3 --fixed-new-tokens 2 --json
 fi

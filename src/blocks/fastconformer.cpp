@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/matmul.h"
+#include "kernels/layer_norm.h"
 
 #include "ggml-alloc.h"
 
@@ -163,6 +164,9 @@ int FastConformer::subsampled_length(int n_valid_frames) {
 }
 
 ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n) const {
+    if (layer_norm_op_applies(x, n.w, n.b)) {
+        return layer_norm_op(ctx, x, n.w, n.b, hp_.ln_eps);
+    }
     return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, hp_.ln_eps), n.w), n.b);
 }
 

@@ -1,0 +1,75 @@
+// The one-pass LayerNorm op (kernels/layer_norm.h) against ggml's norm, mul and add on the same rows.
+// Its mean and variance are summed in double, ggml's in double and float: the results agree to a few
+// F32 roundings of the output (bound 2e-6 of its largest value; measured below 5e-7).
+#include "kernels/layer_norm.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace transcribe;
+
+TEST(LayerNorm, One_pass_op_matches_ggml_norm_mul_add) {
+    const int64_t n = 1024, rows = 37;
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, rows);
+    ggml_tensor * w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
+    ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
+    if (!layer_norm_op_applies(x, w, b)) {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        ggml_backend_free(cpu);
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> xv(static_cast<size_t>(n * rows)), wv(static_cast<size_t>(n)), bv(static_cast<size_t>(n));
+    for (size_t i = 0; i < xv.size(); ++i) {
+        xv[i] = 3.0f + normal(rng) * (1.0f + float(i / size_t(n))); // rows of different mean and spread
+    }
+    for (size_t i = 0; i < wv.size(); ++i) {
+        wv[i] = 1.0f + 0.1f * normal(rng);
+        bv[i] = 0.1f * normal(rng);
+    }
+    ggml_backend_tensor_set(x, xv.data(), 0, xv.size() * sizeof(float));
+    ggml_backend_tensor_set(w, wv.data(), 0, wv.size() * sizeof(float));
+    ggml_backend_tensor_set(b, bv.data(), 0, bv.size() * sizeof(float));
+
+    auto run = [&](bool ours) {
+        ggml_init_params gp = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+        ggml_context * g = ggml_init(gp);
+        ggml_tensor * y = ours ? layer_norm_op(g, x, w, b, 1e-5f) : ggml_add(g, ggml_mul(g, ggml_norm(g, x, 1e-5f), w), b);
+        ggml_cgraph * gf = ggml_new_graph(g);
+        ggml_build_forward_expand(gf, y);
+        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+        EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
+        EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
+        std::vector<float> out(size_t(ggml_nelements(y)));
+        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+        ggml_gallocr_free(alloc);
+        ggml_free(g);
+        return out;
+    };
+    const std::vector<float> ref = run(false), ours = run(true);
+    float scale = 0.0f, diff = 0.0f;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        scale = std::max(scale, std::fabs(ref[i]));
+        diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
+    }
+    EXPECT_GT(scale, 1.0f);
+    EXPECT_LE(diff, 2e-6f * scale) << "max |diff| " << diff << " of max |y| " << scale;
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    ggml_backend_free(cpu);
+}
