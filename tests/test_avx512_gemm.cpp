@@ -128,7 +128,7 @@ TEST_P(Avx512Gemm, Matches_ggml_mul_mat) {
 }
 
 // Column tails (N mod 4), a single panel, odd panel counts over the threads, the model's shapes.
-constexpr ggml_type Q8 = GGML_TYPE_Q8_0, Q4K = GGML_TYPE_Q4_K, Q6K = GGML_TYPE_Q6_K, BF = GGML_TYPE_BF16;
+constexpr ggml_type Q8 = GGML_TYPE_Q8_0, Q4K = GGML_TYPE_Q4_K, Q6K = GGML_TYPE_Q6_K, BF = GGML_TYPE_BF16, F32 = GGML_TYPE_F32;
 INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemm,
                          ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 32, 2, 2}, Shape {Q8, 64, 96, 3, 2},
                                            Shape {Q8, 256, 64, 5, 3}, Shape {Q8, 128, 160, 8, 2},
@@ -144,11 +144,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemm,
                                            Shape {BF, 2048, 1024, 152, 2}, Shape {BF, 6144, 64, 138, 2},
                                            Shape {BF, 1024, 256, 9, 4}, Shape {Q6K, 256, 32, 1, 1},
                                            Shape {Q6K, 512, 96, 7, 2}, Shape {Q6K, 6144, 2048, 152, 2},
-                                           Shape {Q6K, 2048, 64, 138, 3}));
+                                           Shape {Q6K, 2048, 64, 138, 3}, Shape {F32, 32, 32, 1, 1},
+                                           Shape {F32, 2048, 128, 152, 2}, Shape {F32, 128, 2048, 152, 2},
+                                           Shape {F32, 256, 96, 13, 3}));
 
 // The bias is added in the kernel's epilogue: the same as ggml_add after ggml's mul_mat.
 TEST(Avx512GemmBias, Fused_bias_matches_ggml_add) {
-    for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_BF16}) {
+    for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_BF16, GGML_TYPE_F32}) {
         if (!avx512_gemm_handles(type)) {
             continue;
         }
@@ -187,7 +189,7 @@ TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_o
     EXPECT_TRUE(avx512_gemm_applies(wide.w, wide.x));
     EXPECT_TRUE(avx512_gemm_applies(q4k.w, q4k.x));
     EXPECT_FALSE(avx512_gemm_applies(narrow.w, narrow.x)); // a GEMV: ggml's, bound by reading W
-    EXPECT_FALSE(avx512_gemm_applies(wide.x, wide.x));     // F32 weights
+    EXPECT_FALSE(avx512_gemm_applies(wide.x, wide.x));     // 8 rows of weights: not a whole 32-row panel
     EXPECT_FALSE(avx512_gemm_applies(q5k.w, q5k.x));       // no kernel for Q5_K
     ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
     ggml_context * ctx = ggml_init(p);

@@ -71,7 +71,7 @@ Qwen3::Projection Qwen3::projection(const ModelFile & f, const std::string & nam
 
 ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const {
     ggml_tensor * y = matmul(ctx, p.w, x);
-    return p.lora_a ? ggml_add(ctx, y, ggml_mul_mat(ctx, p.lora_b, ggml_mul_mat(ctx, p.lora_a, x))) : y;
+    return p.lora_a ? ggml_add(ctx, y, matmul(ctx, p.lora_b, matmul(ctx, p.lora_a, x))) : y;
 }
 
 ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,

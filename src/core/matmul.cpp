@@ -80,7 +80,8 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
 }
 
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
-    ggml_tensor * args[3] = {ggml_cast(ctx, x, avx512_gemm_activation_type(w->type)), nullptr, nullptr};
+    const ggml_type act = avx512_gemm_activation_type(w->type);
+    ggml_tensor * args[3] = {act == x->type ? x : ggml_cast(ctx, x, act), nullptr, nullptr};
     int n_args = 1;
     if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
         args[n_args++] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);

@@ -26,7 +26,7 @@ constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;                   // F32 scale,
 constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
 
 bool layouts_match() {
-    return ggml_type_size(GGML_TYPE_BF16) == 2 &&
+    return ggml_type_size(GGML_TYPE_BF16) == 2 && ggml_type_size(GGML_TYPE_F32) == 4 &&
            ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
            ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
            ggml_type_size(GGML_TYPE_Q6_K) == Q6_K_BYTES && ggml_blck_size(GGML_TYPE_Q6_K) == QK_K &&
@@ -530,28 +530,31 @@ struct Q6_KKernel {
     }
 };
 
-// ---- BF16 weights x BF16 activations -------------------------------------------------------------
+// ---- BF16 and F32 weights: no scales -------------------------------------------------------------
 //
-// No scales: VDPBF16PS multiplies 2 pairs of BF16 per lane and adds them to an F32 accumulator, as
-// ggml's BF16 dot product does (activations rounded to BF16 by ggml's from_float first).
-struct BF16Kernel {
+// Each dword holds 2 BF16 values or 1 F32 one. BF16: VDPBF16PS multiplies 2 pairs of BF16 per lane
+// and adds them to an F32 accumulator, as ggml's BF16 dot product does (activations rounded to BF16
+// by ggml's from_float first). F32 (the LoRA adapters, small convolutions): one FMA per value.
+template <ggml_type TYPE> struct DwordKernel {
+    static constexpr int    VALUES       = TYPE == GGML_TYPE_BF16 ? 2 : 1; // per dword
     static constexpr int    TILE_COLS    = 8;
-    static constexpr int    BLOCK        = 32; // values per panel step (16 pairs)
-    static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * BLOCK * 2;
+    static constexpr int    BLOCK        = 32; // values per panel step
+    static constexpr int    DWORDS       = BLOCK / VALUES;
+    static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * DWORDS * 4;
     static constexpr size_t SCALES_BLOCK = 0;
 
     static void prepare_rows(const Avx512GemmArgs &, int64_t, int64_t) {}
 
-    // Rows [m0, m0 + 32): for each pair of values, 64 bytes with the pair of rows m0..m0+15, then 64
-    // bytes for rows m0+16..m0+31.
+    // Rows [m0, m0 + 32): for each dword of values, 64 bytes with that dword of rows m0..m0+15, then
+    // 64 bytes for rows m0+16..m0+31.
     AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t *) {
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
-        for (int64_t p0 = b0 * BLOCK / 2; p0 < b1 * BLOCK / 2; p0 += 8) { // 8 pairs: 32 bytes of each row
+        for (int64_t q0 = b0 * DWORDS; q0 < b1 * DWORDS; q0 += 8) { // 8 dwords: 32 bytes of each row
             for (int half = 0; half < 2; ++half) {
                 __m512i v[8];
-                transpose_16x8(base + size_t(half) * 16 * a.w_row_bytes + size_t(p0) * 4, a.w_row_bytes, v);
+                transpose_16x8(base + size_t(half) * 16 * a.w_row_bytes + size_t(q0) * 4, a.w_row_bytes, v);
                 for (int g = 0; g < 8; ++g) {
-                    _mm512_store_si512(panel + (size_t(p0 - b0 * BLOCK / 2 + g) * 2 + size_t(half)) * 64, v[g]);
+                    _mm512_store_si512(panel + (size_t(q0 - b0 * DWORDS + g) * 2 + size_t(half)) * 64, v[g]);
                 }
             }
         }
@@ -562,14 +565,18 @@ struct BF16Kernel {
                                    int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
         tile_begin<NR>(a, m0, n0, accumulate, acc);
-        const TileColumns<NR> t = tile_columns<NR, BLOCK, 0>(a, n0, size_t(b0) * BLOCK * 2);
-        for (int64_t p = 0; p < (b1 - b0) * BLOCK / 2; ++p) {
-            const __m512bh w0 = (__m512bh) _mm512_load_si512(panel + p * 128);
-            const __m512bh w1 = (__m512bh) _mm512_load_si512(panel + p * 128 + 64);
+        const TileColumns<NR> t = tile_columns<NR, BLOCK, 0>(a, n0, size_t(b0) * DWORDS * 4);
+        for (int64_t q = 0; q < (b1 - b0) * DWORDS; ++q) {
+            const __m512i w0 = _mm512_load_si512(panel + q * 128), w1 = _mm512_load_si512(panel + q * 128 + 64);
             for (int c = 0; c < NR; ++c) {
-                const __m512bh xb = (__m512bh) broadcast4(t.x[c] + 4 * p);
-                acc[c][0] = _mm512_dpbf16_ps(acc[c][0], w0, xb);
-                acc[c][1] = _mm512_dpbf16_ps(acc[c][1], w1, xb);
+                const __m512i xb = broadcast4(t.x[c] + 4 * q);
+                if constexpr (TYPE == GGML_TYPE_BF16) {
+                    acc[c][0] = _mm512_dpbf16_ps(acc[c][0], (__m512bh) w0, (__m512bh) xb);
+                    acc[c][1] = _mm512_dpbf16_ps(acc[c][1], (__m512bh) w1, (__m512bh) xb);
+                } else {
+                    acc[c][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(w0), _mm512_castsi512_ps(xb), acc[c][0]);
+                    acc[c][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(w1), _mm512_castsi512_ps(xb), acc[c][1]);
+                }
             }
         }
         tile_end<NR>(a, m0, n0, acc);
@@ -643,6 +650,7 @@ bool avx512_gemm_handles(ggml_type type) {
         case GGML_TYPE_Q4_K:
         case GGML_TYPE_Q6_K: return cpu_has_avx512_vnni();
         case GGML_TYPE_BF16: return cpu_has_avx512_bf16();
+        case GGML_TYPE_F32:  return cpu_has_avx512_vnni();
         default:             return false;
     }
 }
@@ -670,7 +678,8 @@ void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
         case GGML_TYPE_Q8_0: gemm<Q8_0Kernel>(a, ith, nth); break;
         case GGML_TYPE_Q4_K: gemm<Q4_KKernel>(a, ith, nth); break;
         case GGML_TYPE_Q6_K: gemm<Q6_KKernel>(a, ith, nth); break;
-        case GGML_TYPE_BF16: gemm<BF16Kernel>(a, ith, nth); break;
+        case GGML_TYPE_BF16: gemm<DwordKernel<GGML_TYPE_BF16>>(a, ith, nth); break;
+        case GGML_TYPE_F32:  gemm<DwordKernel<GGML_TYPE_F32>>(a, ith, nth); break;
         default: break;
     }
 }
@@ -689,6 +698,7 @@ ggml_type avx512_gemm_activation_type(ggml_type weight_type) {
         case GGML_TYPE_Q4_K:
         case GGML_TYPE_Q6_K: return GGML_TYPE_Q8_K;
         case GGML_TYPE_BF16: return GGML_TYPE_BF16;
+        case GGML_TYPE_F32:  return GGML_TYPE_F32;
         default:             return GGML_TYPE_Q8_0;
     }
 }

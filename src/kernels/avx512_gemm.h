@@ -1,5 +1,5 @@
 // GEMM for the compute-bound stages (encoder, prefill) on x86 CPUs with AVX-512: Q8_0, Q4_K and Q6_K
-// weights through VNNI integer dot products, BF16 weights through AVX512-BF16 ones.
+// weights through VNNI integer dot products, BF16 weights through AVX512-BF16 ones, F32 by FMAs.
 //
 // ggml has no repacked Q8_0 layout on x86, and its tinyBLAS Q8_0 GEMM runs one 32-wide dot product
 // per instruction chain; its repacked Q4_K GEMM has no VNNI path; Q6_K has no GEMM at all (a dot
@@ -21,8 +21,8 @@
 
 namespace transcribe {
 
-// Whether there is a kernel for weights of TYPE (Q8_0, Q4_K, Q6_K, BF16) that this CPU (and build) runs, and
-// the type activations take for it.
+// Whether there is a kernel for weights of TYPE (Q8_0, Q4_K, Q6_K, BF16, F32) that this CPU (and
+// build) runs, and the type activations take for it.
 bool avx512_gemm_handles(ggml_type type);
 ggml_type avx512_gemm_activation_type(ggml_type weight_type);
 // The weights' row length must be a multiple of this for TYPE's kernel (and their row count of 32).
