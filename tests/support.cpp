@@ -2,7 +2,9 @@
 
 #include "core/audio.h"
 
+#include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 
 #include <gtest/gtest.h>
 
@@ -47,6 +49,30 @@ float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b) {
         m = std::isnan(d) ? INFINITY : std::max(m, d);
     }
     return m;
+}
+
+float max_abs(const std::vector<float> & v) {
+    float m = 0.0f;
+    for (float x : v) {
+        m = std::isnan(x) ? INFINITY : std::max(m, std::fabs(x));
+    }
+    return m;
+}
+
+std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build) {
+    ggml_init_params p = {ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_cgraph *  gf  = ggml_new_graph(ctx);
+    ggml_tensor *  y   = build(ctx);
+    ggml_build_forward_expand(gf, y);
+    ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
+    EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
+    std::vector<float> out(size_t(ggml_nelements(y)));
+    ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+    ggml_gallocr_free(alloc);
+    ggml_free(ctx);
+    return out;
 }
 
 std::vector<float> golden_margins(const std::string & clip) {

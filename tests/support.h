@@ -4,8 +4,11 @@
 #include "core/family.h"
 #include "core/npy.h"
 
+#include "ggml-backend.h"
+
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,9 @@ transcribe::NpyArray golden(const std::string & clip, const std::string & file);
 std::vector<int32_t> golden_ids(const std::string & clip);
 std::vector<float> read_wav_16k(const std::string & clip); // the fixture clip through our decoder
 float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b);
+float max_abs(const std::vector<float> & v);
+// Builds the graph BUILD returns the output of, runs it on the CPU backend CPU, returns that output (F32).
+std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build);
 std::vector<float> golden_margins(const std::string & clip); // top-1 minus top-2 logit per step
 
 std::unique_ptr<transcribe::Model> load(const std::string & model_name, bool cpu_repack = true); // CPU, mapped

@@ -6,6 +6,7 @@
 // scale or correction term is off by the size of y itself.
 #include "core/matmul.h"
 #include "kernels/avx512_gemm.h"
+#include "support.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -87,22 +88,7 @@ struct Operands {
         ggml_backend_free(cpu);
     }
 
-    // Computes the product built by BUILD and returns it.
-    template <typename F> std::vector<float> compute(F && build) {
-        ggml_init_params p = {ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
-        ggml_context * gctx = ggml_init(p);
-        ggml_cgraph *  gf   = ggml_new_graph(gctx);
-        ggml_tensor *  y    = build(gctx);
-        ggml_build_forward_expand(gf, y);
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
-        EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
-        EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
-        std::vector<float> out(size_t(ggml_nelements(y)));
-        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
-        ggml_gallocr_free(alloc);
-        ggml_free(gctx);
-        return out;
-    }
+    std::vector<float> compute(const std::function<ggml_tensor *(ggml_context *)> & build) { return test::compute_on_cpu(cpu, build); }
 };
 
 } // namespace
@@ -117,11 +103,7 @@ TEST_P(Avx512Gemm, Matches_ggml_mul_mat) {
     const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
     const std::vector<float> ours = o.compute([&](ggml_context * c) { return avx512_gemm_op(c, o.w, o.x); });
     ASSERT_EQ(ours.size(), ref.size());
-    float scale = 0.0f, diff = 0.0f;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        scale = std::max(scale, std::fabs(ref[i]));
-        diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
-    }
+    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
     ASSERT_GT(scale, 0.1f);
     EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << " N " << s.N << ": max |diff| " << diff
                                    << " of max |y| " << scale;
@@ -167,12 +149,7 @@ TEST(Avx512GemmBias, Fused_bias_matches_ggml_add) {
         ggml_backend_tensor_set(b, bias.data(), 0, bias.size() * sizeof(float));
         const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_add(c, ggml_mul_mat(c, o.w, o.x), b); });
         const std::vector<float> ours = o.compute([&](ggml_context * c) { return matmul(c, o.w, o.x, b); });
-        float scale = 0.0f, diff = 0.0f;
-        for (size_t i = 0; i < ref.size(); ++i) {
-            scale = std::max(scale, std::fabs(ref[i]));
-            diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
-        }
-        EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(type);
+        EXPECT_LE(test::max_abs_diff(ours, ref), 1e-5f * test::max_abs(ref)) << ggml_type_name(type);
         ggml_backend_buffer_free(bbuf);
         ggml_free(bctx);
     }

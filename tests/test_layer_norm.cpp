@@ -2,6 +2,7 @@
 // Its mean and variance are summed in double, ggml's in double and float: the results agree to a few
 // F32 roundings of the output (bound 2e-6 of its largest value; measured below 5e-7).
 #include "kernels/layer_norm.h"
+#include "support.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -47,26 +48,12 @@ TEST(LayerNorm, One_pass_op_matches_ggml_norm_mul_add) {
     ggml_backend_tensor_set(b, bv.data(), 0, bv.size() * sizeof(float));
 
     auto run = [&](bool ours) {
-        ggml_init_params gp = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
-        ggml_context * g = ggml_init(gp);
-        ggml_tensor * y = ours ? layer_norm_op(g, x, w, b, 1e-5f) : ggml_add(g, ggml_mul(g, ggml_norm(g, x, 1e-5f), w), b);
-        ggml_cgraph * gf = ggml_new_graph(g);
-        ggml_build_forward_expand(gf, y);
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
-        EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
-        EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
-        std::vector<float> out(size_t(ggml_nelements(y)));
-        ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
-        ggml_gallocr_free(alloc);
-        ggml_free(g);
-        return out;
+        return test::compute_on_cpu(cpu, [&](ggml_context * g) {
+            return ours ? layer_norm_op(g, x, w, b, 1e-5f) : ggml_add(g, ggml_mul(g, ggml_norm(g, x, 1e-5f), w), b);
+        });
     };
     const std::vector<float> ref = run(false), ours = run(true);
-    float scale = 0.0f, diff = 0.0f;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        scale = std::max(scale, std::fabs(ref[i]));
-        diff  = std::max(diff, std::fabs(ours[i] - ref[i]));
-    }
+    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
     EXPECT_GT(scale, 1.0f);
     EXPECT_LE(diff, 2e-6f * scale) << "max |diff| " << diff << " of max |y| " << scale;
     ggml_backend_buffer_free(buf);

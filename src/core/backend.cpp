@@ -185,6 +185,11 @@ void Executor::compute(Graph & g) {
     run(g);
 }
 
+bool is_host_f32_vector(const ggml_tensor * t, int64_t n) {
+    return t && t->type == GGML_TYPE_F32 && ggml_is_contiguous(t) && ggml_nelements(t) == n && t->buffer &&
+           ggml_backend_buffer_is_host(t->buffer);
+}
+
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes) {
     if (bytes != ggml_nbytes(t)) {
         fail(TRANSCRIBE_ERR_INTERNAL, "input %s: %zu bytes given, %zu expected", ggml_get_name(t), bytes, ggml_nbytes(t));

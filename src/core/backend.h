@@ -78,6 +78,9 @@ private:
     std::unique_ptr<OpProfile>   profile_ = OpProfile::from_env();
 };
 
+// Whether T is N contiguous F32 values in host memory (a bias or norm weight a CPU kernel can read).
+bool is_host_f32_vector(const ggml_tensor * t, int64_t n);
+
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes);
 template <typename T> void tensor_set(ggml_tensor * t, const std::vector<T> & v) { tensor_set(t, v.data(), v.size() * sizeof(T)); }
 std::vector<float> tensor_get_f32(const ggml_tensor * t);

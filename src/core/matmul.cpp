@@ -1,5 +1,6 @@
 #include "matmul.h"
 
+#include "backend.h"
 #include "kernels/avx512_gemm.h"
 
 #include "ggml-backend.h"
@@ -97,8 +98,7 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     if (avx512_gemm_applies(w, x)) {
-        const bool fuse_bias = b && b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && ggml_nelements(b) == w->ne[1] &&
-                               b->buffer && ggml_backend_buffer_is_host(b->buffer);
+        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
         ggml_tensor * y = avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr);
         return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
     }

@@ -21,6 +21,9 @@ bool is_metadata_only(const ggml_tensor * t) {
     }
 }
 
+// Our GEMM op (core/matmul.h): its name carries the weight type, src[0] is the activation.
+bool is_our_gemm(const ggml_tensor * t) { return t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0; }
+
 // Matmuls are told apart by operand types and shapes: those pick the kernel (and its speed).
 std::string op_key(const ggml_tensor * t) {
     std::string key = ggml_op_desc(t);
@@ -33,8 +36,7 @@ std::string op_key(const ggml_tensor * t) {
                       (long long) b->ne[1], (long long) b->ne[2], ggml_is_contiguous(b) ? "" : " strided",
                       a->buffer && ggml_backend_buffer_get_usage(a->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS ? " weight" : "");
         key += shape;
-    } else if (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0) {
-        // our GEMM (core/matmul.h): the name carries the weight type, src[0] is the quantized activation
+    } else if (is_our_gemm(t)) {
         char shape[160];
         std::snprintf(shape, sizeof shape, " %s [%lld x %lld] x [%lld]", t->name, (long long) t->src[0]->ne[0],
                       (long long) t->ne[0], (long long) t->ne[1]);
@@ -44,7 +46,7 @@ std::string op_key(const ggml_tensor * t) {
 }
 
 double op_flops(const ggml_tensor * t) {
-    if (t->op == GGML_OP_MUL_MAT || (t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0)) {
+    if (t->op == GGML_OP_MUL_MAT || is_our_gemm(t)) {
         return 2.0 * double(t->src[0]->ne[0]) * double(ggml_nelements(t));
     }
     return 0;

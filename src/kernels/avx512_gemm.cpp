@@ -290,6 +290,43 @@ struct Q4_KKernel {
         });
     }
 
+    // Where block B's unpacked values and row scales go in the panel chunk starting at block B0.
+    struct Slot {
+        uint8_t * out;
+        int32_t * sc, * mins;
+        float *   d, * dmin;
+    };
+    static Slot slot(uint8_t * panel, uint8_t * scales, int64_t b, int64_t b0) {
+        Slot t;
+        t.out  = panel + size_t(b - b0) * PANEL_BLOCK;
+        t.sc   = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
+        t.mins = t.sc + 8 * PANEL_ROWS;
+        t.d    = reinterpret_cast<float *>(t.mins + 4 * PANEL_ROWS);
+        t.dmin = t.d + PANEL_ROWS;
+        return t;
+    }
+
+    // Group g of sub-blocks 2*pair (low nibbles of V) and 2*pair+1 (high nibbles), rows of HALF.
+    AVX512_TARGET static void store_nibbles(const Slot & t, int pair, int g, int half, __m512i v) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        _mm512_store_si512(t.out + ((size_t(2 * pair) * 8 + size_t(g)) * 2 + size_t(half)) * 64, _mm512_and_si512(v, low4));
+        _mm512_store_si512(t.out + ((size_t(2 * pair + 1) * 8 + size_t(g)) * 2 + size_t(half)) * 64,
+                           _mm512_and_si512(_mm512_srli_epi32(v, 4), low4));
+    }
+
+    // Row LANE's decoded 6-bit scales S and mins M, and its F16 d and dmin.
+    static void store_row_scales(const Slot & t, int lane, const int32_t (&s)[8], const int32_t (&m)[8], const uint8_t * d,
+                                 const uint8_t * dmin) {
+        for (int j = 0; j < 8; ++j) {
+            t.sc[j * PANEL_ROWS + lane] = s[j];
+        }
+        for (int i = 0; i < 4; ++i) {
+            t.mins[i * PANEL_ROWS + lane] = m[2 * i] | (m[2 * i + 1] << 16);
+        }
+        t.d[lane]    = half_to_float(d);
+        t.dmin[lane] = half_to_float(dmin);
+    }
+
     // Rows [m0, m0 + 32): per block, sub-block j and group g of 4 values, 64 bytes of rows m0..m0+15
     // then 64 of rows m0+16..m0+31, one value per byte.
     AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t * scales) {
@@ -297,41 +334,27 @@ struct Q4_KKernel {
             pack_panel_x8(a, m0, b0, b1, panel, scales);
             return;
         }
-        const __m512i low4 = _mm512_set1_epi8(0x0f);
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
         for (int64_t b = b0; b < b1; ++b) {
-            uint8_t * out = panel + size_t(b - b0) * PANEL_BLOCK;
-            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
-            int32_t * mins = sc + 8 * PANEL_ROWS;
-            float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
-            float *   dmin = d + PANEL_ROWS;
+            const Slot t = slot(panel, scales, b, b0);
             for (int half = 0; half < 2; ++half) {
                 const uint8_t * blk = base + size_t(half) * 16 * a.w_row_bytes + size_t(b) * Q4_K_BYTES;
-                for (int pair = 0; pair < 4; ++pair) { // sub-blocks 2*pair (low nibbles) and 2*pair+1 (high)
+                for (int pair = 0; pair < 4; ++pair) {
                     __m512i v[8];
                     transpose_16x8(blk + 16 + 32 * pair, a.w_row_bytes, v);
                     for (int g = 0; g < 8; ++g) {
-                        uint8_t * lo = out + ((size_t(2 * pair) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
-                        uint8_t * hi = out + ((size_t(2 * pair + 1) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
-                        _mm512_store_si512(lo, _mm512_and_si512(v[g], low4));
-                        _mm512_store_si512(hi, _mm512_and_si512(_mm512_srli_epi32(v[g], 4), low4));
+                        store_nibbles(t, pair, g, half, v[g]);
                     }
                 }
                 for (int r = 0; r < 16; ++r) {
                     const uint8_t * row = blk + size_t(r) * a.w_row_bytes;
                     const uint8_t * q   = row + 4;
-                    const int       lane = half * 16 + r;
-                    int32_t m[8];
+                    int32_t scale[8], m[8];
                     for (int j = 0; j < 8; ++j) { // ggml's get_scale_min_k4
-                        const int s_j = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-                        m[j]          = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-                        sc[j * PANEL_ROWS + lane] = s_j;
+                        scale[j] = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+                        m[j]  = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
                     }
-                    for (int i = 0; i < 4; ++i) {
-                        mins[i * PANEL_ROWS + lane] = m[2 * i] | (m[2 * i + 1] << 16);
-                    }
-                    d[lane]    = half_to_float(row);
-                    dmin[lane] = half_to_float(row + 2);
+                    store_row_scales(t, half * 16 + r, scale, m, row, row + 2);
                 }
             }
         }
@@ -350,47 +373,32 @@ struct Q4_KKernel {
         const __m512i rows = _mm512_add_epi32(
             _mm512_mullo_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), _mm512_set1_epi32(int(group_bytes))),
             _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 0, 8, 16, 24, 32, 40, 48, 56));
-        const __m512i low4 = _mm512_set1_epi8(0x0f);
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0 / 8) * group_bytes;
         for (int64_t b = b0; b < b1; ++b) {
-            uint8_t * out  = panel + size_t(b - b0) * PANEL_BLOCK;
-            int32_t * sc   = reinterpret_cast<int32_t *>(scales + size_t(b - b0) * SCALES_BLOCK);
-            int32_t * mins = sc + 8 * PANEL_ROWS;
-            float *   d    = reinterpret_cast<float *>(mins + 4 * PANEL_ROWS);
-            float *   dmin = d + PANEL_ROWS;
+            const Slot t = slot(panel, scales, b, b0);
             for (int half = 0; half < 2; ++half) {
                 const uint8_t * blk = base + size_t(half) * 2 * group_bytes + size_t(b) * X8_BYTES;
                 for (int pair = 0; pair < 4; ++pair) {
                     for (int g = 0; g < 8; ++g) {
                         const int o = 32 * pair + 4 * g; // byte offset in the row's nibbles
-                        const __m512i v = _mm512_i32gather_epi32(rows, blk + 128 + (o / 8) * 64 + o % 8, 1);
-                        uint8_t * lo = out + ((size_t(2 * pair) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
-                        uint8_t * hi = out + ((size_t(2 * pair + 1) * 8 + size_t(g)) * 2 + size_t(half)) * 64;
-                        _mm512_store_si512(lo, _mm512_and_si512(v, low4));
-                        _mm512_store_si512(hi, _mm512_and_si512(_mm512_srli_epi32(v, 4), low4));
+                        store_nibbles(t, pair, g, half, _mm512_i32gather_epi32(rows, blk + 128 + (o / 8) * 64 + o % 8, 1));
                     }
                 }
                 for (int r = 0; r < 16; ++r) {
-                    const uint8_t * grp  = blk + size_t(r / 8) * group_bytes;
-                    const int       k    = r % 8, lane = half * 16 + r;
-                    int32_t m[8];
+                    const uint8_t * grp = blk + size_t(r / 8) * group_bytes;
+                    const int       k   = r % 8;
+                    int32_t scale[8], m[8];
                     for (int j = 0; j < 8; ++j) { // inverse of make_block_q4_Kx8's scale packing
                         const uint8_t * q = grp + 32 + (j < 4 ? j * 12 : 48 + (j - 4) * 12);
-                        int s_j;
                         if (k < 4) {
-                            s_j  = q[k] & 63;
-                            m[j] = q[4 + k] & 63;
+                            scale[j] = q[k] & 63;
+                            m[j]  = q[4 + k] & 63;
                         } else {
-                            s_j  = (q[8 + k - 4] & 15) | ((q[k - 4] >> 6) << 4);
-                            m[j] = (q[8 + k - 4] >> 4) | ((q[4 + k - 4] >> 6) << 4);
+                            scale[j] = (q[8 + k - 4] & 15) | ((q[k - 4] >> 6) << 4);
+                            m[j]  = (q[8 + k - 4] >> 4) | ((q[4 + k - 4] >> 6) << 4);
                         }
-                        sc[j * PANEL_ROWS + lane] = s_j;
                     }
-                    for (int i = 0; i < 4; ++i) {
-                        mins[i * PANEL_ROWS + lane] = m[2 * i] | (m[2 * i + 1] << 16);
-                    }
-                    d[lane]    = half_to_float(grp + 2 * k);
-                    dmin[lane] = half_to_float(grp + 16 + 2 * k);
+                    store_row_scales(t, half * 16 + r, scale, m, grp + 2 * k, grp + 16 + 2 * k);
                 }
             }
         }

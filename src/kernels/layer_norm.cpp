@@ -1,5 +1,7 @@
 #include "layer_norm.h"
 
+#include "core/backend.h"
+
 #include "ggml-backend.h"
 
 #include <cmath>
@@ -68,16 +70,11 @@ bool cpu_has_avx512() {
     return ok;
 }
 
-bool host_f32_vector(const ggml_tensor * t, int64_t n) {
-    return t && t->type == GGML_TYPE_F32 && ggml_is_contiguous(t) && ggml_nelements(t) == n && t->buffer &&
-           ggml_backend_buffer_is_host(t->buffer);
-}
-
 } // namespace
 
 bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const ggml_tensor * b) {
     return cpu_has_avx512() && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0 &&
-           x->ne[2] == 1 && x->ne[3] == 1 && host_f32_vector(w, x->ne[0]) && host_f32_vector(b, x->ne[0]);
+           x->ne[2] == 1 && x->ne[3] == 1 && is_host_f32_vector(w, x->ne[0]) && is_host_f32_vector(b, x->ne[0]);
 }
 
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
