@@ -1,5 +1,6 @@
 #include "avx512_gemm.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -87,6 +88,39 @@ AVX512_TARGET inline void transpose_16x8(const uint8_t * p, size_t row_bytes, __
     for (int g = 0; g < 4; ++g) { // u[g] holds dwords g and g + 4 of rows 0-3 (8-11), u[g + 4] of rows 4-7 (12-15)
         out[g]     = _mm512_permutex2var_epi64(u[g], first, u[g + 4]);
         out[g + 4] = _mm512_permutex2var_epi64(u[g], second, u[g + 4]);
+    }
+}
+
+// The 16 dwords at P of each of 16 rows ROW_BYTES apart, transposed: out[g] holds dword g of rows
+// 0..15. Each row's 64 bytes are one load.
+AVX512_TARGET inline void transpose_16x16(const uint8_t * p, size_t row_bytes, __m512i out[16]) {
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; ++i) {
+        r[i] = _mm512_loadu_si512(p + size_t(i) * row_bytes);
+    }
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i]     = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4i + j]: in each 128-bit lane l, dword 4l + j of rows 4i..4i+3
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i]     = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // t[8i + j]: lanes 0 and 2 of rows 8i..8i+3 and 8i+4..8i+7 (dwords j, 8 + j); t[8i + 4 + j]: lanes 1, 3
+    for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            t[8 * i + j]     = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+        }
+    }
+    for (int j = 0; j < 4; ++j) {
+        out[j]      = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+        out[j + 8]  = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+        out[j + 4]  = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0x88);
+        out[j + 12] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0xdd);
     }
 }
 
@@ -183,6 +217,7 @@ struct Q8_0Kernel {
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK8_0;  // unpacked bytes per block
     static constexpr size_t SCALES_BLOCK = PANEL_ROWS * sizeof(float);  // row scales per block
     static constexpr int    SUMS         = 1;                           // -128 * the block's activation sum
+    static constexpr size_t SOURCE_BLOCK = Q8_0_BYTES;                  // weight bytes per block and row
 
     AVX512_TARGET static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
@@ -277,6 +312,7 @@ struct Q4_KKernel {
     static constexpr int    TILE_COLS    = 4;
     static constexpr int    BLOCK        = QK_K;
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK_K;
+    static constexpr size_t SOURCE_BLOCK = Q4_K_BYTES;
     // per block: sc [8][32] int32, min pairs [4][32] int32, d [32] F32, dmin [32] F32
     static constexpr size_t SCALES_BLOCK = (8 + 4 + 1 + 1) * PANEL_ROWS * 4;
     static constexpr int    SUMS         = 4; // (sum_2i, sum_2i+1) pairs of 32-value sums, as int16
@@ -460,6 +496,7 @@ struct Q6_KKernel {
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * QK_K;
     static constexpr size_t SCALES_BLOCK = (16 + 1) * PANEL_ROWS * 4; // sc [16][32] int32, d [32] F32
     static constexpr int    SUMS         = 16;                        // -32 * sum of each 16 values
+    static constexpr size_t SOURCE_BLOCK = Q6_K_BYTES;
 
     static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         prepare_q8_k_rows<BLOCK, SUMS>(a, n0, n1, [](const int16_t * sums16, int32_t * out) {
@@ -550,19 +587,43 @@ template <ggml_type TYPE> struct DwordKernel {
     static constexpr int    DWORDS       = BLOCK / VALUES;
     static constexpr size_t PANEL_BLOCK  = size_t(PANEL_ROWS) * DWORDS * 4;
     static constexpr size_t SCALES_BLOCK = 0;
+    static constexpr size_t SOURCE_BLOCK = DWORDS * 4;
 
     static void prepare_rows(const Avx512GemmArgs &, int64_t, int64_t) {}
 
     // Rows [m0, m0 + 32): for each dword of values, 64 bytes with that dword of rows m0..m0+15, then
     // 64 bytes for rows m0+16..m0+31.
+    //
+    // Rows whose length is a multiple of 2 KiB (BF16 rows of 1024, 2048, 6144 values) all start in one
+    // or two L1 sets, and 16 loads from one set evict each other before they are used: such rows are
+    // first copied a slab at a time, line by line, into a staging buffer of a stride that spreads them
+    // over the sets (5x faster unpacking from L2 on Zen 4).
     AVX512_TARGET static void pack_panel(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1, uint8_t * panel, uint8_t *) {
+        static_assert(DWORDS % 16 == 0, "a block is whole 64-byte lines of each row");
+        constexpr int64_t SLAB = 128, STAGE_STRIDE = SLAB * 4 + 64; // dwords per slab, staged row stride in bytes
+        alignas(64) uint8_t stage[16 * STAGE_STRIDE];
+        const bool staged = a.w_row_bytes % 2048 == 0;
         const uint8_t * base = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
-        for (int64_t q0 = b0 * DWORDS; q0 < b1 * DWORDS; q0 += 8) { // 8 dwords: 32 bytes of each row
+        for (int64_t s0 = b0 * DWORDS; s0 < b1 * DWORDS; s0 += SLAB) {
+            const int64_t slab = b1 * DWORDS - s0 < SLAB ? b1 * DWORDS - s0 : SLAB;
             for (int half = 0; half < 2; ++half) {
-                __m512i v[8];
-                transpose_16x8(base + size_t(half) * 16 * a.w_row_bytes + size_t(q0) * 4, a.w_row_bytes, v);
-                for (int g = 0; g < 8; ++g) {
-                    _mm512_store_si512(panel + (size_t(q0 - b0 * DWORDS + g) * 2 + size_t(half)) * 64, v[g]);
+                const uint8_t * src = base + size_t(half) * 16 * a.w_row_bytes + size_t(s0) * 4;
+                size_t stride = a.w_row_bytes;
+                if (staged) {
+                    for (int r = 0; r < 16; ++r) {
+                        for (int64_t l = 0; l < slab * 4; l += 64) {
+                            _mm512_store_si512(stage + r * STAGE_STRIDE + l, _mm512_loadu_si512(src + size_t(r) * a.w_row_bytes + l));
+                        }
+                    }
+                    src    = stage;
+                    stride = STAGE_STRIDE;
+                }
+                for (int64_t q0 = 0; q0 < slab; q0 += 16) {
+                    __m512i v[16];
+                    transpose_16x16(src + q0 * 4, stride, v);
+                    for (int g = 0; g < 16; ++g) {
+                        _mm512_store_si512(panel + (size_t(s0 + q0 - b0 * DWORDS + g) * 2 + size_t(half)) * 64, v[g]);
+                    }
                 }
             }
         }
@@ -604,6 +665,32 @@ AVX512_TARGET void tail(const Avx512GemmArgs & a, const uint8_t * panel, const u
     }
 }
 
+// The weight bytes a chunk is unpacked from: SPANS runs of BYTES, STRIDE apart, from START.
+struct SourceSpans {
+    const uint8_t * start  = nullptr;
+    size_t          spans  = 0;
+    size_t          stride = 0;
+    size_t          bytes  = 0;
+};
+
+template <typename Kernel> SourceSpans source_spans(const Avx512GemmArgs & a, int64_t m0, int64_t b0, int64_t b1) {
+    const uint8_t * w = static_cast<const uint8_t *>(a.w) + size_t(m0) * a.w_row_bytes;
+    if (a.q4_k_x8) { // groups of 8 rows with their blocks interleaved
+        return {w + size_t(b0) * 8 * Kernel::SOURCE_BLOCK, PANEL_ROWS / 8, 8 * a.w_row_bytes, size_t(b1 - b0) * 8 * Kernel::SOURCE_BLOCK};
+    }
+    return {w + size_t(b0) * Kernel::SOURCE_BLOCK, PANEL_ROWS, a.w_row_bytes, size_t(b1 - b0) * Kernel::SOURCE_BLOCK};
+}
+
+// Asks for part I of PARTS of the spans' cache lines to be brought into L2. (An inline-asm prefetch:
+// GCC deletes a call to a function that only calls __builtin_prefetch, taking it for pure.)
+inline void prefetch_part(const SourceSpans & s, int64_t i, int64_t parts) {
+    const size_t lines_per_span = (s.bytes + 63) / 64, lines = s.spans * lines_per_span;
+    for (size_t l = lines * size_t(i) / size_t(parts), end = lines * size_t(i + 1) / size_t(parts); l < end; ++l) {
+        const char * p = reinterpret_cast<const char *>(s.start + (l / lines_per_span) * s.stride + (l % lines_per_span) * 64);
+        asm volatile("prefetcht1 %0" : : "m"(*p));
+    }
+}
+
 // Unpacked weights per chunk: 32 KiB (the size of L1), on the stack.
 constexpr size_t CHUNK_BYTES = 32 * 1024;
 
@@ -621,8 +708,14 @@ AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
         for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
             const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
             Kernel::pack_panel(a, m0, b0, b1, panel, scales);
+            // While the columns run, the next chunk (the next blocks of these rows, else this thread's
+            // next panel) comes in from memory, which unpacking would otherwise wait for.
+            const int64_t next_m0 = b1 < nb ? m0 : m0 + int64_t(nth) * PANEL_ROWS, next_b0 = b1 < nb ? b1 : 0;
+            const SourceSpans next = next_m0 < a.M ? source_spans<Kernel>(a, next_m0, next_b0, std::min(next_b0 + chunk, nb)) : SourceSpans{};
+            const int64_t tiles = a.N / Kernel::TILE_COLS;
             int64_t n0 = 0;
-            for (; n0 + Kernel::TILE_COLS <= a.N; n0 += Kernel::TILE_COLS) {
+            for (int64_t i = 0; n0 + Kernel::TILE_COLS <= a.N; n0 += Kernel::TILE_COLS, ++i) {
+                prefetch_part(next, i, tiles);
                 Kernel::template tile<Kernel::TILE_COLS>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
             }
             tail<Kernel, Kernel::TILE_COLS - 1>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
