@@ -17,35 +17,40 @@ constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) { return matmul(ctx, w, x, b); }
 
 // x [W, H, C] -> pointwise (1x1) conv over channels, + bias.
+// The subsampling's feature maps are kept channels-first in memory ([C, W, H]: each position's
+// channels contiguous): the pointwise convolutions are then plain products, the bias adds and masks
+// whole-row vector ops, and ggml's depthwise convolution takes its vectorised channels-last path. (In
+// [W, H, C] order each per-channel bias or mask was a scalar op over 36 MB for the first conv alone.)
+
+// A 1x1 convolution of x [C, W, H] (contiguous): [C_out, W, H].
 ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
-    const int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2];
-    ggml_tensor * cwh = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3)); // [C, W, H]
-    ggml_tensor * y   = linear(ctx, ggml_reshape_2d(ctx, cwh, C, W * H), w, b);
-    y = ggml_reshape_3d(ctx, y, w->ne[1], W, H);
-    return ggml_cont(ctx, ggml_permute(ctx, y, 2, 0, 1, 3)); // [W, H, C_out]
+    const int64_t C = x->ne[0], W = x->ne[1], H = x->ne[2];
+    return ggml_reshape_3d(ctx, linear(ctx, ggml_reshape_2d(ctx, x, C, W * H), w, b), w->ne[1], W, H);
 }
 
-// Full 2-D convolution through an F32 im2col (ggml_conv_2d would round the input to F16). The patch
-// length is zero-padded to a multiple of 16 (9 for the first 3x3 conv): ggml's fast F32 matmul needs
-// that, and without it took a dot product per output (45 ms of the encoder at 3.7 GFLOP/s).
-ggml_tensor * conv2d_f32(ggml_context * ctx, ggml_tensor * kernel, ggml_tensor * x, int stride, int pad) {
-    ggml_tensor * cols = ggml_im2col(ctx, kernel, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32); // [IC*KH*KW, OW, OH, N]
-    const int64_t OW = cols->ne[1], OH = cols->ne[2], N = cols->ne[3], OC = kernel->ne[3], patch = cols->ne[0];
-    const int     extra = int(GGML_PAD(patch, 16) - patch);
-    ggml_tensor * patches = ggml_reshape_2d(ctx, cols, patch, OW * OH * N);
-    ggml_tensor * filters = ggml_reshape_2d(ctx, kernel, patch, OC);
-    if (extra > 0) {
+// A depthwise 3x3 convolution (stride 2, padding 1) of x [C, W, H] (contiguous) plus bias: [C, W', H'].
+ggml_tensor * depthwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
+    ggml_tensor * whc = ggml_permute(ctx, x, 2, 0, 1, 3); // a [W, H, C] view with contiguous channels
+    // That path wants the [3, 3, 1, C] kernel channels-last too (a 9 x C copy), as ggml's own test builds it.
+    ggml_tensor * k = ggml_permute(ctx, ggml_cont(ctx, ggml_permute(ctx, w, 2, 3, 1, 0)), 3, 2, 0, 1);
+    ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, 1, 1, 1, 1); // laid out as its input
+    return ggml_add(ctx, ggml_permute(ctx, y, 1, 2, 0, 3), b);
+}
+
+// The first, full 3x3 convolution (stride 2, padding 1) of the one-channel image x [W, H] plus bias,
+// through an F32 im2col (ggml_conv_2d would round the input to F16): [C, W', H']. The 9-long patches
+// are zero-padded to 16, which ggml's fast F32 matmul needs (without: 3.7 GFLOP/s).
+ggml_tensor * first_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * b) {
+    ggml_tensor * cols = ggml_im2col(ctx, kernel, ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, 1), 2, 2, 1, 1, 1, 1,
+                                     true, GGML_TYPE_F32); // [9, W', H', 1]
+    const int64_t OW = cols->ne[1], OH = cols->ne[2], C = kernel->ne[3], patch = cols->ne[0];
+    ggml_tensor * patches = ggml_reshape_2d(ctx, cols, patch, OW * OH);
+    ggml_tensor * filters = ggml_reshape_2d(ctx, kernel, patch, C);
+    if (const int extra = int(GGML_PAD(patch, 16) - patch)) {
         patches = ggml_pad(ctx, patches, extra, 0, 0, 0);
         filters = ggml_pad(ctx, filters, extra, 0, 0, 0);
     }
-    ggml_tensor * y = ggml_mul_mat(ctx, patches, filters);
-    y = ggml_reshape_4d(ctx, y, OW, OH, N, OC);
-    return N == 1 ? ggml_reshape_4d(ctx, y, OW, OH, OC, 1)                  // the same bytes: no copy
-                  : ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2)); // [OW, OH, OC, N]
-}
-
-ggml_tensor * add_channel_bias(ggml_context * ctx, ggml_tensor * x, ggml_tensor * b) {
-    return ggml_add(ctx, x, ggml_reshape_3d(ctx, b, 1, 1, b->ne[0]));
+    return ggml_reshape_3d(ctx, ggml_add(ctx, ggml_mul_mat(ctx, filters, patches), b), C, OW, OH);
 }
 
 int ceil_half(int n) { return (n + 1) / 2; }
@@ -227,21 +232,20 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_context * ctx = g.ctx();
     const int T1 = ceil_half(n_frames), T2 = ceil_half(T1), T3 = ceil_half(T2);
     ggml_tensor * mel = g.input("mel", GGML_TYPE_F32, hp_.n_mels, n_frames);
-    ggml_tensor * m1  = g.input("mask1", GGML_TYPE_F32, 1, T1);
-    ggml_tensor * m2  = g.input("mask2", GGML_TYPE_F32, 1, T2);
-    ggml_tensor * m3  = g.input("mask3", GGML_TYPE_F32, 1, T3);
+    // Masks zero the frames past the valid length, per channel: [C, 1, T] (a whole-row multiply).
+    const int64_t C = hp_.sub_channels;
+    ggml_tensor * m1 = g.input("mask1", GGML_TYPE_F32, C, 1, T1);
+    ggml_tensor * m2 = g.input("mask2", GGML_TYPE_F32, C, 1, T2);
+    ggml_tensor * m3 = g.input("mask3", GGML_TYPE_F32, C, 1, T3);
 
-    ggml_tensor * x = conv2d_f32(ctx, sub_conv0.w, ggml_reshape_4d(ctx, mel, hp_.n_mels, n_frames, 1, 1), 2, 1);
-    x = ggml_mul(ctx, ggml_relu(ctx, add_channel_bias(ctx, x, sub_conv0.b)), m1);
-    x = add_channel_bias(ctx, ggml_conv_2d_dw_direct(ctx, sub_dw1.w, x, 2, 2, 1, 1, 1, 1), sub_dw1.b);
-    x = ggml_mul(ctx, x, m2);
+    ggml_tensor * x = ggml_mul(ctx, ggml_relu(ctx, first_conv2d(ctx, mel, sub_conv0.w, sub_conv0.b)), m1); // [C, F/2, T1]
+    x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw1.w, sub_dw1.b), m2);
     x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw1.w, sub_pw1.b)), m2);
-    x = add_channel_bias(ctx, ggml_conv_2d_dw_direct(ctx, sub_dw2.w, x, 2, 2, 1, 1, 1, 1), sub_dw2.b);
-    x = ggml_mul(ctx, x, m3);
-    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw2.w, sub_pw2.b)), m3); // [F/8, T3, C]
+    x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw2.w, sub_dw2.b), m3);
+    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw2.w, sub_pw2.b)), m3); // [C, F/8, T3]
     // Flatten each time row channel-major (c * F/8 + f), then the output linear.
-    const int64_t F8 = x->ne[0], C = x->ne[2];
-    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3)); // [F/8, C, T3]
+    const int64_t F8 = x->ne[1];
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3)); // [F/8, C, T3]
     return linear(ctx, ggml_reshape_2d(ctx, x, F8 * C, T3), sub_out.w, sub_out.b);
 }
 
@@ -285,10 +289,10 @@ void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_
     const char * names[] = {"mask1", "mask2", "mask3"};
     for (const char * name : names) {
         len = ceil_half(len);
-        ggml_tensor * m = g.get(name);
-        std::vector<float> v(size_t(m->ne[1]));
-        for (size_t t = 0; t < v.size(); ++t) {
-            v[t] = int(t) < len ? 1.0f : 0.0f;
+        ggml_tensor * m = g.get(name); // [C, 1, T]
+        std::vector<float> v(size_t(ggml_nelements(m)));
+        for (size_t i = 0; i < v.size(); ++i) {
+            v[i] = int64_t(i) / m->ne[0] < len ? 1.0f : 0.0f;
         }
         tensor_set(m, v);
     }
