@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "core/matmul.h"
-#include "kernels/layer_norm.h"
+#include "kernels/norms.h"
 
 #include "ggml-alloc.h"
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/matmul.h"
+#include "kernels/norms.h"
 
 #include "ggml-alloc.h"
 
@@ -79,7 +80,9 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
                            const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out) const {
     const int64_t T = x->ne[1], hd = hp_.head_dim, nh = hp_.n_heads, nkv = hp_.n_kv_heads;
     const float   scale = 1.0f / std::sqrt(float(hd));
-    auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) { return ggml_mul(ctx, ggml_rms_norm(ctx, t, hp_.rms_eps), w); };
+    auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) {
+        return rms_norm_op_applies(t, w) ? rms_norm_op(ctx, t, w, hp_.rms_eps) : ggml_mul(ctx, ggml_rms_norm(ctx, t, hp_.rms_eps), w);
+    };
     auto rope = [&](ggml_tensor * t) {
         return ggml_rope_ext(ctx, t, pos, nullptr, int(hd), GGML_ROPE_TYPE_NEOX, hp_.n_ctx_train, hp_.rope_theta, 1.0f,
                              0.0f, 1.0f, 0.0f, 0.0f);

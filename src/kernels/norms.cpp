@@ -1,4 +1,4 @@
-#include "layer_norm.h"
+#include "norms.h"
 
 #include "core/backend.h"
 
@@ -51,17 +51,53 @@ LN_TARGET void normalize_row(const float * x, const float * w, const float * b, 
     }
 }
 
-// src[0] = x, src[1] = w, src[2] = b; eps is the user data's bits. Rows are split over the threads.
-void run_layer_norm(ggml_tensor * dst, int ith, int nth, void * eps_bits) {
-    const ggml_tensor * x = dst->src[0];
+// One row of N floats (N a multiple of 16), as ggml's rms_norm then mul: each square rounded to F32,
+// summed in double, the mean and the scale in F32.
+LN_TARGET void rms_normalize_row(const float * x, const float * w, float * y, int64_t n, float eps) {
+    __m512d sum = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        sum = widen_add(sum, _mm512_mul_ps(v, v));
+    }
+    const float  mean  = float(_mm512_reduce_add_pd(sum) / double(n));
+    const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(mean + eps));
+    for (int64_t i = 0; i < n; i += 16) {
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), scale), _mm512_loadu_ps(w + i)));
+    }
+}
+
+// eps travels as the op's user data, its bits in the pointer.
+float eps_of(void * bits_as_pointer) {
+    const uint32_t bits = uint32_t(reinterpret_cast<uintptr_t>(bits_as_pointer));
     float eps;
-    const uint32_t bits = uint32_t(reinterpret_cast<uintptr_t>(eps_bits));
     std::memcpy(&eps, &bits, sizeof(eps));
-    const int64_t n = x->ne[0], rows = x->ne[1];
-    for (int64_t r = ith; r < rows; r += nth) {
-        normalize_row(reinterpret_cast<const float *>(static_cast<const char *>(x->data) + r * x->nb[1]),
-                      static_cast<const float *>(dst->src[1]->data), static_cast<const float *>(dst->src[2]->data),
-                      reinterpret_cast<float *>(static_cast<char *>(dst->data) + r * dst->nb[1]), n, eps);
+    return eps;
+}
+
+void * pointer_of(float eps) {
+    uint32_t bits;
+    std::memcpy(&bits, &eps, sizeof(bits));
+    return reinterpret_cast<void *>(uintptr_t(bits));
+}
+
+// Row R of a contiguous tensor.
+inline const float * row(const ggml_tensor * t, int64_t r) { return static_cast<const float *>(t->data) + r * t->ne[0]; }
+inline float * row(ggml_tensor * t, int64_t r) { return static_cast<float *>(t->data) + r * t->ne[0]; }
+
+// src[0] = x, src[1] = w, src[2] = b. Rows are split over the threads.
+void run_layer_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
+    const ggml_tensor * x = dst->src[0];
+    for (int64_t r = ith; r < ggml_nrows(x); r += nth) {
+        normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), static_cast<const float *>(dst->src[2]->data),
+                      row(dst, r), x->ne[0], eps_of(eps));
+    }
+}
+
+// src[0] = x, src[1] = w.
+void run_rms_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
+    const ggml_tensor * x = dst->src[0];
+    for (int64_t r = ith; r < ggml_nrows(x); r += nth) {
+        rms_normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), row(dst, r), x->ne[0], eps_of(eps));
     }
 }
 
@@ -78,17 +114,28 @@ bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const g
 }
 
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
-    uint32_t bits;
-    std::memcpy(&bits, &eps, sizeof(bits));
     ggml_tensor * args[] = {x, w, b};
     return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm, GGML_N_TASKS_MAX,
-                          reinterpret_cast<void *>(uintptr_t(bits)));
+                          pointer_of(eps));
+}
+
+bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
+    return cpu_has_avx512() && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0 &&
+           is_host_f32_vector(w, x->ne[0]);
+}
+
+ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, float eps) {
+    ggml_tensor * args[] = {x, w};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 2, run_rms_norm,
+                          GGML_N_TASKS_MAX, pointer_of(eps));
 }
 
 #else
 
 bool layer_norm_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
 ggml_tensor * layer_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
+bool rms_norm_op_applies(const ggml_tensor *, const ggml_tensor *) { return false; }
+ggml_tensor * rms_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
 
 #endif
 
