@@ -12,97 +12,94 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
 using namespace transcribe;
 
-TEST(LayerNorm, One_pass_op_matches_ggml_norm_mul_add) {
-    const int64_t n = 1024, rows = 37;
-    ggml_backend_t cpu = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(cpu, 2);
-    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, rows);
-    ggml_tensor * w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
-    ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-    if (!layer_norm_op_applies(x, w, b)) {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
-        GTEST_SKIP() << "this CPU has no AVX-512";
-    }
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> xv(static_cast<size_t>(n * rows)), wv(static_cast<size_t>(n)), bv(static_cast<size_t>(n));
-    for (size_t i = 0; i < xv.size(); ++i) {
-        xv[i] = 3.0f + normal(rng) * (1.0f + float(i / size_t(n))); // rows of different mean and spread
-    }
-    for (size_t i = 0; i < wv.size(); ++i) {
-        wv[i] = 1.0f + 0.1f * normal(rng);
-        bv[i] = 0.1f * normal(rng);
-    }
-    ggml_backend_tensor_set(x, xv.data(), 0, xv.size() * sizeof(float));
-    ggml_backend_tensor_set(w, wv.data(), 0, wv.size() * sizeof(float));
-    ggml_backend_tensor_set(b, bv.data(), 0, bv.size() * sizeof(float));
+namespace {
 
-    auto run = [&](bool ours) {
-        return test::compute_on_cpu(cpu, [&](ggml_context * g) {
-            return ours ? layer_norm_op(g, x, w, b, 1e-5f) : ggml_add(g, ggml_mul(g, ggml_norm(g, x, 1e-5f), w), b);
-        });
-    };
-    const std::vector<float> ref = run(false), ours = run(true);
-    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    EXPECT_GT(scale, 1.0f);
-    EXPECT_LE(diff, 2e-6f * scale) << "max |diff| " << diff << " of max |y| " << scale;
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
-    ggml_backend_free(cpu);
-}
-
-TEST(RmsNorm, One_pass_op_matches_ggml_rms_norm_mul) {
-    const int64_t n = 128, heads = 16, rows = 7; // Qwen3's per-head q/k norm shape, and its hidden size below
-    ggml_backend_t cpu = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(cpu, 2);
-    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * heads_x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, n, heads, rows);
-    ggml_tensor * heads_w = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
-    ggml_tensor * wide_x  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2048, rows);
-    ggml_tensor * wide_w  = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2048);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-    if (!rms_norm_op_applies(heads_x, heads_w)) {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
-        GTEST_SKIP() << "this CPU has no AVX-512";
+// A 2-thread CPU backend, and the test's tensors in a host buffer once allocate() has run.
+class Norms : public ::testing::Test {
+protected:
+    void SetUp() override {
+        cpu_ = ggml_backend_cpu_init();
+        ggml_backend_cpu_set_n_threads(cpu_, 2);
+        ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+        ctx_ = ggml_init(p);
     }
-    std::mt19937 rng(7);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (ggml_tensor * t : {heads_x, heads_w, wide_x, wide_w}) {
+    void TearDown() override {
+        if (buf_) {
+            ggml_backend_buffer_free(buf_);
+        }
+        ggml_free(ctx_);
+        ggml_backend_free(cpu_);
+    }
+    ggml_tensor * tensor(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1) {
+        return ggml_new_tensor_3d(ctx_, GGML_TYPE_F32, ne0, ne1, ne2);
+    }
+    void allocate() { buf_ = ggml_backend_alloc_ctx_tensors(ctx_, cpu_); }
+    // Element i of T = VALUE(i, a standard normal draw).
+    void fill(ggml_tensor * t, const std::function<float(size_t, float)> & value) {
         std::vector<float> v(static_cast<size_t>(ggml_nelements(t)));
-        const bool weight = ggml_n_dims(t) == 1;
         for (size_t i = 0; i < v.size(); ++i) {
-            v[i] = weight ? 1.0f + 0.2f * normal(rng) : normal(rng) * (0.1f + float(i % 97)); // rows of different scale
+            v[i] = value(i, normal_(rng_));
         }
         ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(float));
     }
-    for (auto [x, w] : {std::pair {heads_x, heads_w}, std::pair {wide_x, wide_w}}) {
-        auto run = [&, x = x, w = w](bool ours) {
-            return test::compute_on_cpu(cpu, [&](ggml_context * g) {
-                return ours ? rms_norm_op(g, x, w, 1e-6f) : ggml_mul(g, ggml_rms_norm(g, x, 1e-6f), w);
-            });
-        };
-        const std::vector<float> ref = run(false), ours = run(true);
-        ASSERT_EQ(ref.size(), static_cast<size_t>(ggml_nelements(x)));
+    // Max |ours - ggml's| over the largest |ggml's| must stay within BOUND.
+    void expect_close(const std::function<ggml_tensor *(ggml_context *, bool ours)> & build, float bound) {
+        const std::vector<float> ref  = test::compute_on_cpu(cpu_, [&](ggml_context * g) { return build(g, false); });
+        const std::vector<float> ours = test::compute_on_cpu(cpu_, [&](ggml_context * g) { return build(g, true); });
+        ASSERT_EQ(ours.size(), ref.size());
         const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
         EXPECT_GT(scale, 1.0f);
-        EXPECT_LE(diff, 1e-6f * scale) << "max |diff| " << diff << " of max |y| " << scale;
+        EXPECT_LE(diff, bound * scale) << "max |diff| " << diff << " of max |y| " << scale;
     }
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
-    ggml_backend_free(cpu);
+
+private:
+    ggml_backend_t                  cpu_ = nullptr;
+    ggml_context *                  ctx_ = nullptr;
+    ggml_backend_buffer_t           buf_ = nullptr;
+    std::mt19937                    rng_ {5};
+    std::normal_distribution<float> normal_ {0.0f, 1.0f};
+};
+
+} // namespace
+
+TEST_F(Norms, LayerNorm_one_pass_op_matches_ggml_norm_mul_add) {
+    const int64_t n = 1024;
+    ggml_tensor * x = tensor(n, 37);
+    ggml_tensor * w = tensor(n);
+    ggml_tensor * b = tensor(n);
+    allocate();
+    if (!layer_norm_op_applies(x, w, b)) {
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    fill(x, [&](size_t i, float r) { return 3.0f + r * (1.0f + float(i / size_t(n))); }); // rows of different mean and spread
+    fill(w, [](size_t, float r) { return 1.0f + 0.1f * r; });
+    fill(b, [](size_t, float r) { return 0.1f * r; });
+    expect_close([&](ggml_context * g, bool ours) {
+        return ours ? layer_norm_op(g, x, w, b, 1e-5f) : ggml_add(g, ggml_mul(g, ggml_norm(g, x, 1e-5f), w), b);
+    }, 2e-6f);
+}
+
+TEST_F(Norms, RmsNorm_one_pass_op_matches_ggml_rms_norm_mul) {
+    // Qwen3's per-head q/k norms (rows of 128 in a 3-D tensor) and its hidden-size norms
+    ggml_tensor * heads = tensor(128, 16, 7);
+    ggml_tensor * head_w = tensor(128);
+    ggml_tensor * wide = tensor(2048, 7);
+    ggml_tensor * wide_w = tensor(2048);
+    allocate();
+    if (!rms_norm_op_applies(heads, head_w)) {
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    for (auto [x, w] : {std::pair {heads, head_w}, std::pair {wide, wide_w}}) {
+        fill(x, [](size_t i, float r) { return r * (0.1f + float(i % 97)); }); // rows of different scale
+        fill(w, [](size_t, float r) { return 1.0f + 0.2f * r; });
+        expect_close([&, x = x, w = w](ggml_context * g, bool ours) {
+            return ours ? rms_norm_op(g, x, w, 1e-6f) : ggml_mul(g, ggml_rms_norm(g, x, 1e-6f), w);
+        }, 1e-6f);
+    }
 }

@@ -61,6 +61,22 @@ AVX512_TARGET inline __m512i broadcast4(const uint8_t * p) {
     return _mm512_set1_epi32(v);
 }
 
+// The first two steps of a dword transpose, in place on N registers (N a multiple of 4): afterwards,
+// in each 128-bit lane l, v[4i + j] holds dword 4l + j of the lane's 4 rows 4i..4i+3 (v[4i + k] held row k).
+template <int N> AVX512_TARGET inline void transpose_4x4_in_lanes(__m512i (&v)[N]) {
+    __m512i t[N];
+    for (int i = 0; i < N / 2; ++i) {
+        t[2 * i]     = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < N / 4; ++i) {
+        v[4 * i]     = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+}
+
 // The 8 dwords at P of each of 16 rows ROW_BYTES apart, transposed: out[g] holds dword g of rows
 // 0..15. Each row is read as one 32-byte load (a gather per output would fetch 16 lines per
 // instruction, and rows whose stride is a multiple of 4 KiB all fall in one cache set).
@@ -72,22 +88,12 @@ AVX512_TARGET inline void transpose_16x8(const uint8_t * p, size_t row_bytes, __
         r[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     // the AVX2 8x8 dword transpose, in both halves at once
-    __m512i t[8], u[8];
-    for (int i = 0; i < 4; ++i) {
-        t[2 * i]     = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; ++i) {
-        u[4 * i]     = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
+    transpose_4x4_in_lanes(r);
     const __m512i first  = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
     const __m512i second = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-    for (int g = 0; g < 4; ++g) { // u[g] holds dwords g and g + 4 of rows 0-3 (8-11), u[g + 4] of rows 4-7 (12-15)
-        out[g]     = _mm512_permutex2var_epi64(u[g], first, u[g + 4]);
-        out[g + 4] = _mm512_permutex2var_epi64(u[g], second, u[g + 4]);
+    for (int g = 0; g < 4; ++g) { // r[g] holds dwords g and g + 4 of rows 0-3 (8-11), r[g + 4] of rows 4-7 (12-15)
+        out[g]     = _mm512_permutex2var_epi64(r[g], first, r[g + 4]);
+        out[g + 4] = _mm512_permutex2var_epi64(r[g], second, r[g + 4]);
     }
 }
 
@@ -98,17 +104,7 @@ AVX512_TARGET inline void transpose_16x16(const uint8_t * p, size_t row_bytes, _
     for (int i = 0; i < 16; ++i) {
         r[i] = _mm512_loadu_si512(p + size_t(i) * row_bytes);
     }
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i]     = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    // r[4i + j]: in each 128-bit lane l, dword 4l + j of rows 4i..4i+3
-    for (int i = 0; i < 4; ++i) {
-        r[4 * i]     = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
+    transpose_4x4_in_lanes(r); // r[4i + j]: in each 128-bit lane l, dword 4l + j of rows 4i..4i+3
     // t[8i + j]: lanes 0 and 2 of rows 8i..8i+3 and 8i+4..8i+7 (dwords j, 8 + j); t[8i + 4 + j]: lanes 1, 3
     for (int i = 0; i < 2; ++i) {
         for (int j = 0; j < 4; ++j) {
