@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/matmul.h"
+#include "kernels/causal_attention.h"
 #include "kernels/norms.h"
 
 #include "ggml-alloc.h"
@@ -104,10 +105,16 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * kv = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
         ggml_tensor * vv = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
         // Flash attention reads K and V where they lie in the cache (no transposed copy of V per step)
-        // and keeps the softmax in F32.
-        ggml_tensor * o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
-                                              ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
-        ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32); // [hd, nh, T]
+        // and keeps the softmax in F32. A prompt from position 0 is plain causal attention, which our
+        // op computes at several times its speed on CPU.
+        ggml_tensor * o = nullptr; // [hd, nh, T]
+        if (n_kv == T && causal_attention_op_applies(q, k_all, v_all)) {
+            o = causal_attention_op(ctx, q, k_all, v_all, scale);
+        } else {
+            o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
+                                    ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
+            ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
+        }
         ggml_tensor * o2 = ggml_reshape_2d(ctx, o, hd * nh, T);
         if (il + 1 == layers_.size() && n_out > 0 && n_out < T) {
             // Nothing reads the other rows past the last attention: skip their projection and FFN.
@@ -199,17 +206,21 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
         }
         std::vector<int32_t> pos(static_cast<size_t>(T));
         std::vector<int64_t> idx(static_cast<size_t>(T));
-        std::vector<ggml_fp16_t> mask(size_t(T) * size_t(T));
         for (int i = 0; i < T; ++i) {
             pos[size_t(i)] = i;
             idx[size_t(i)] = i;
-            for (int j = 0; j < T; ++j) {
-                mask[size_t(i) * size_t(T) + size_t(j)] = j <= i ? kMaskOpen : kMaskClosed;
-            }
         }
         tensor_set(g.get("pos"), pos);
         tensor_set(g.get("kv_idx"), idx);
-        tensor_set(g.get("mask"), mask);
+        if (ggml_tensor * m = g.get("mask"); m->buffer) { // unallocated where no layer reads it (causal_attention_op)
+            std::vector<ggml_fp16_t> mask(size_t(T) * size_t(T));
+            for (int i = 0; i < T; ++i) {
+                for (int j = 0; j < T; ++j) {
+                    mask[size_t(i) * size_t(T) + size_t(j)] = j <= i ? kMaskOpen : kMaskClosed;
+                }
+            }
+            tensor_set(m, mask);
+        }
     });
     ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
     if (logits) {

@@ -3,14 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TRANSCRIBE_AVX512_GEMM 1
-#include <immintrin.h>
-// GCC 12 takes the undefined first operand inside some AVX-512 intrinsics for an uninitialised read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
+#include "avx512_transpose.h" // and x86_simd.h
 
 namespace transcribe {
 
@@ -36,7 +29,7 @@ bool layouts_match() {
 
 } // namespace
 
-#if TRANSCRIBE_AVX512_GEMM
+#if TRANSCRIBE_X86_SIMD
 
 namespace {
 
@@ -61,22 +54,6 @@ AVX512_TARGET inline __m512i broadcast4(const uint8_t * p) {
     return _mm512_set1_epi32(v);
 }
 
-// The first two steps of a dword transpose, in place on N registers (N a multiple of 4): afterwards,
-// in each 128-bit lane l, v[4i + j] holds dword 4l + j of the lane's 4 rows 4i..4i+3 (v[4i + k] held row k).
-template <int N> AVX512_TARGET inline void transpose_4x4_in_lanes(__m512i (&v)[N]) {
-    __m512i t[N];
-    for (int i = 0; i < N / 2; ++i) {
-        t[2 * i]     = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < N / 4; ++i) {
-        v[4 * i]     = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-}
-
 // The 8 dwords at P of each of 16 rows ROW_BYTES apart, transposed: out[g] holds dword g of rows
 // 0..15. Each row is read as one 32-byte load (a gather per output would fetch 16 lines per
 // instruction, and rows whose stride is a multiple of 4 KiB all fall in one cache set).
@@ -94,29 +71,6 @@ AVX512_TARGET inline void transpose_16x8(const uint8_t * p, size_t row_bytes, __
     for (int g = 0; g < 4; ++g) { // r[g] holds dwords g and g + 4 of rows 0-3 (8-11), r[g + 4] of rows 4-7 (12-15)
         out[g]     = _mm512_permutex2var_epi64(r[g], first, r[g + 4]);
         out[g + 4] = _mm512_permutex2var_epi64(r[g], second, r[g + 4]);
-    }
-}
-
-// The 16 dwords at P of each of 16 rows ROW_BYTES apart, transposed: out[g] holds dword g of rows
-// 0..15. Each row's 64 bytes are one load.
-AVX512_TARGET inline void transpose_16x16(const uint8_t * p, size_t row_bytes, __m512i out[16]) {
-    __m512i r[16], t[16];
-    for (int i = 0; i < 16; ++i) {
-        r[i] = _mm512_loadu_si512(p + size_t(i) * row_bytes);
-    }
-    transpose_4x4_in_lanes(r); // r[4i + j]: in each 128-bit lane l, dword 4l + j of rows 4i..4i+3
-    // t[8i + j]: lanes 0 and 2 of rows 8i..8i+3 and 8i+4..8i+7 (dwords j, 8 + j); t[8i + 4 + j]: lanes 1, 3
-    for (int i = 0; i < 2; ++i) {
-        for (int j = 0; j < 4; ++j) {
-            t[8 * i + j]     = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-            t[8 * i + 4 + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
-        }
-    }
-    for (int j = 0; j < 4; ++j) {
-        out[j]      = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
-        out[j + 8]  = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
-        out[j + 4]  = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0x88);
-        out[j + 12] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0xdd);
     }
 }
 

@@ -7,19 +7,11 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TRANSCRIBE_AVX512_LAYER_NORM 1
-#include <immintrin.h>
-// GCC 12 takes the undefined first operand inside some AVX-512 intrinsics for an uninitialised read.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#endif
+#include "x86_simd.h"
 
 namespace transcribe {
 
-#if TRANSCRIBE_AVX512_LAYER_NORM
+#if TRANSCRIBE_X86_SIMD
 
 namespace {
 

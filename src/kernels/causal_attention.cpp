@@ -1,0 +1,216 @@
+#include "causal_attention.h"
+
+#include "ggml-backend.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "avx512_transpose.h" // and x86_simd.h
+
+namespace transcribe {
+
+#if TRANSCRIBE_X86_SIMD
+
+namespace {
+
+#define ATT_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,f16c,fma")))
+
+constexpr int QUERIES = 16; // per block: one vector lane each
+constexpr int KEYS    = 8;  // scored at a time: one accumulator each
+
+// e^x for x <= 0: ggml_v_expf's reduction and polynomial (Arm's optimized routines, within 1.5 ulp),
+// 2^n applied by VSCALEF, which also takes x below -104 to 0.
+ATT_TARGET inline __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0x1.715476p+0f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 hi = _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f));
+    const __m512 lo = _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f));
+    const __m512 j = _mm512_fmadd_ps(_mm512_fmadd_ps(hi, u, lo), u, _mm512_mul_ps(b, _mm512_set1_ps(0x1.ffffecp-1f)));
+    return _mm512_scalef_ps(_mm512_add_ps(j, _mm512_set1_ps(1.0f)), n);
+}
+
+// 16 cache values (F16 or F32) at P as F32.
+template <ggml_type KV> ATT_TARGET inline __m512 load16(const void * p) {
+    if constexpr (KV == GGML_TYPE_F16) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i *>(p)));
+    } else {
+        return _mm512_loadu_ps(p);
+    }
+}
+
+struct Shape {
+    int64_t heads, kv_heads, T;
+    size_t  q_head_bytes, q_row_bytes, kv_row_bytes, out_head_bytes, out_row_bytes;
+    float   scale;
+};
+
+// Queries i0..i0+15 of head H (those below T), against keys 0..i (each its own).
+template <int HD, ggml_type KV>
+ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, const char * v, char * out, int64_t h, int64_t i0) {
+    constexpr int VECS = HD / 16;
+    constexpr size_t EL = KV == GGML_TYPE_F16 ? 2 : 4;
+    const int64_t nq = s.T - i0 < QUERIES ? s.T - i0 : QUERIES, nk = i0 + nq;
+    const size_t  head_offset = size_t(h / (s.heads / s.kv_heads)) * HD * EL; // the cache head this head reads
+
+    // The queries transposed: qt[d] holds dimension d of the 16 queries (zeros past T).
+    alignas(64) float rows[QUERIES][HD];
+    alignas(64) float qt[HD][QUERIES];
+    for (int r = 0; r < QUERIES; ++r) {
+        if (r < nq) {
+            std::memcpy(rows[r], q + size_t(i0 + r) * s.q_row_bytes + size_t(h) * s.q_head_bytes, sizeof(rows[r]));
+        } else {
+            std::memset(rows[r], 0, sizeof(rows[r]));
+        }
+    }
+    for (int c = 0; c < VECS; ++c) {
+        __m512i t[16];
+        transpose_16x16(reinterpret_cast<const uint8_t *>(&rows[0][16 * c]), sizeof(rows[0]), t);
+        for (int d = 0; d < 16; ++d) {
+            _mm512_store_si512(qt[16 * c + d], t[d]);
+        }
+    }
+
+    // Scores, one vector of the 16 queries per key: scores[j] = (q . k_j) * scale.
+    alignas(64) float scores[CAUSAL_ATTENTION_MAX_KEYS][QUERIES];
+    alignas(64) float keys[KEYS][HD];
+    for (int64_t j0 = 0; j0 < nk; j0 += KEYS) {
+        const int nj = nk - j0 < KEYS ? int(nk - j0) : KEYS;
+        for (int r = 0; r < KEYS; ++r) { // past nk: key j0 again (its score is not kept)
+            const char * row = k + size_t(j0 + (r < nj ? r : 0)) * s.kv_row_bytes + head_offset;
+            for (int c = 0; c < VECS; ++c) {
+                _mm512_store_ps(&keys[r][16 * c], load16<KV>(row + 16 * c * EL));
+            }
+        }
+        __m512 acc[KEYS];
+        for (int r = 0; r < KEYS; ++r) {
+            acc[r] = _mm512_setzero_ps();
+        }
+        for (int d = 0; d < HD; ++d) {
+            const __m512 qd = _mm512_load_ps(qt[d]);
+            for (int r = 0; r < KEYS; ++r) {
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(keys[r][d]), qd, acc[r]);
+            }
+        }
+        for (int r = 0; r < nj; ++r) {
+            _mm512_store_ps(scores[j0 + r], _mm512_mul_ps(acc[r], _mm512_set1_ps(s.scale)));
+        }
+    }
+
+    // Softmax per query over its keys j <= i0 + lane: key j is seen by the lanes from j - i0 up.
+    auto seen_by = [&](int64_t j) { return j <= i0 ? __mmask16(0xffff) : __mmask16(0xffffu << (j - i0)); };
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < nk; ++j) {
+        max = _mm512_mask_max_ps(max, seen_by(j), max, _mm512_load_ps(scores[j]));
+    }
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < nk; ++j) {
+        const __m512 p = _mm512_maskz_mov_ps(seen_by(j), exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(scores[j]), max)));
+        _mm512_store_ps(scores[j], p);
+        sum = _mm512_add_ps(sum, p);
+    }
+    alignas(64) float inv[QUERIES];
+    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), sum));
+
+    // Outputs two queries at a time (16 accumulators): o_i = sum_j p_ij v_j / sum_i.
+    for (int64_t l = 0; l < nq; l += 2) {
+        const bool pair = l + 1 < nq;
+        __m512 a0[VECS], a1[VECS];
+        for (int c = 0; c < VECS; ++c) {
+            a0[c] = a1[c] = _mm512_setzero_ps();
+        }
+        for (int64_t j = 0; j <= i0 + l + (pair ? 1 : 0); ++j) {
+            const char * row = v + size_t(j) * s.kv_row_bytes + head_offset;
+            const __m512 p0 = _mm512_set1_ps(scores[j][l]), p1 = _mm512_set1_ps(pair ? scores[j][l + 1] : 0.0f);
+            for (int c = 0; c < VECS; ++c) {
+                const __m512 vj = load16<KV>(row + 16 * c * EL);
+                a0[c] = _mm512_fmadd_ps(p0, vj, a0[c]);
+                a1[c] = _mm512_fmadd_ps(p1, vj, a1[c]);
+            }
+        }
+        for (int qi = 0; qi < (pair ? 2 : 1); ++qi) {
+            float * o = reinterpret_cast<float *>(out + size_t(i0 + l + qi) * s.out_row_bytes + size_t(h) * s.out_head_bytes);
+            const __m512 scale = _mm512_set1_ps(inv[l + qi]);
+            for (int c = 0; c < VECS; ++c) {
+                _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], scale));
+            }
+        }
+    }
+}
+
+// The scale travels as the op's user data, its bits in the pointer.
+void * pointer_of(float scale) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof(bits));
+    return reinterpret_cast<void *>(uintptr_t(bits));
+}
+
+// src[0] = q, src[1] = k cache, src[2] = v cache. Blocks (head, 16 queries) are dealt to the threads
+// in turn.
+template <int HD, ggml_type KV> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
+    const ggml_tensor * q    = dst->src[0];
+    const uint32_t      bits = uint32_t(reinterpret_cast<uintptr_t>(scale));
+    Shape s;
+    std::memcpy(&s.scale, &bits, sizeof(s.scale));
+    s.kv_heads       = dst->src[1]->ne[0] / HD;
+    s.heads          = q->ne[1];
+    s.T              = q->ne[2];
+    s.q_head_bytes   = q->nb[1];
+    s.q_row_bytes    = q->nb[2];
+    s.kv_row_bytes   = dst->src[1]->nb[1];
+    s.out_head_bytes = dst->nb[1];
+    s.out_row_bytes  = dst->nb[2];
+    const int64_t blocks = (s.T + QUERIES - 1) / QUERIES;
+    for (int64_t b = ith; b < s.heads * blocks; b += nth) {
+        attend_block<HD, KV>(s, static_cast<const char *>(q->data), static_cast<const char *>(dst->src[1]->data),
+                             static_cast<const char *>(dst->src[2]->data), static_cast<char *>(dst->data), b / blocks,
+                             (b % blocks) * QUERIES);
+    }
+}
+
+bool in_host_memory(const ggml_tensor * t) { // a view (the cache after this graph's writes) lies in its source's buffer
+    const ggml_tensor * base = t->view_src ? t->view_src : t;
+    return base->buffer && ggml_backend_buffer_is_host(base->buffer);
+}
+
+bool cpu_has_avx512() {
+    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return ok;
+}
+
+} // namespace
+
+bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
+    const int64_t hd = q->ne[0], T = q->ne[2];
+    return cpu_has_avx512() && q->type == GGML_TYPE_F32 && ggml_is_contiguous(q) && (hd == 16 || hd == 64 || hd == 128) &&
+           q->ne[3] == 1 && T > 1 && T <= CAUSAL_ATTENTION_MAX_KEYS && k_cache->type == v_cache->type &&
+           (k_cache->type == GGML_TYPE_F16 || k_cache->type == GGML_TYPE_F32) && ggml_is_contiguous(k_cache) &&
+           ggml_is_contiguous(v_cache) && k_cache->ne[0] == v_cache->ne[0] && k_cache->ne[0] % hd == 0 &&
+           q->ne[1] % (k_cache->ne[0] / hd) == 0 && k_cache->ne[1] >= T && v_cache->ne[1] >= T &&
+           in_host_memory(k_cache) && in_host_memory(v_cache);
+}
+
+ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                                  float scale) {
+    const bool f16 = k_cache->type == GGML_TYPE_F16;
+    ggml_custom_op_t fn = q->ne[0] == 16   ? (f16 ? run<16, GGML_TYPE_F16> : run<16, GGML_TYPE_F32>)
+                          : q->ne[0] == 64 ? (f16 ? run<64, GGML_TYPE_F16> : run<64, GGML_TYPE_F32>)
+                                           : (f16 ? run<128, GGML_TYPE_F16> : run<128, GGML_TYPE_F32>);
+    ggml_tensor * args[] = {q, k_cache, v_cache};
+    return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, fn, GGML_N_TASKS_MAX,
+                          pointer_of(scale));
+}
+
+#else
+
+bool causal_attention_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
+ggml_tensor * causal_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
+    return nullptr;
+}
+
+#endif
+
+} // namespace transcribe

@@ -1,0 +1,26 @@
+// Causal self-attention over a prompt written from position 0 (the LM's prefill), on x86 CPUs with
+// AVX-512. ggml's CPU flash attention runs 30-40 GFLOP/s on Qwen3's 152-token prompts (tiles of 64
+// queries, K and V converted per tile, keys past the diagonal computed then masked); this op takes 16
+// queries at a time against only the keys they see, in F32 like ggml's.
+#pragma once
+
+#include "ggml.h"
+
+namespace transcribe {
+
+// The longest prompt the op takes (its per-thread scores live on the stack).
+constexpr int64_t CAUSAL_ATTENTION_MAX_KEYS = 1024;
+
+// Whether causal_attention_op() applies: Q [head_dim, heads, T] F32 contiguous with head_dim 128
+// (Qwen3), 64 or 16 (the test fixture's), 1 < T <= CAUSAL_ATTENTION_MAX_KEYS; K and V caches [head_dim *
+// kv_heads, positions >= T] of F16 or F32, heads a multiple of kv_heads; a CPU that runs the kernel.
+bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache);
+
+// softmax(Q K^T * scale, keys j <= query i) V for query i at position i, keys and values from cache
+// rows 0..T-1, query head h reading cache head h / (heads / kv_heads): [head_dim, heads, T] F32, what
+// ggml_flash_attn_ext computes with a causal mask (GGML_PREC_F32). The caches may be views that
+// this graph writes first (ggml_set_rows): they are the op's sources.
+ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                                  float scale);
+
+} // namespace transcribe
