@@ -41,6 +41,8 @@ std::string op_key(const ggml_tensor * t) {
         std::snprintf(shape, sizeof shape, " %s [%lld x %lld] x [%lld]", t->name, (long long) t->src[0]->ne[0],
                       (long long) t->ne[0], (long long) t->ne[1]);
         key += shape;
+    } else if (t->op == GGML_OP_CUSTOM && t->name[0]) { // our other ops (kernels/) carry their names
+        key += std::string(" ") + t->name;
     }
     return key;
 }

@@ -200,8 +200,9 @@ ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
                           : q->ne[0] == 64 ? (f16 ? run<64, GGML_TYPE_F16> : run<64, GGML_TYPE_F32>)
                                            : (f16 ? run<128, GGML_TYPE_F16> : run<128, GGML_TYPE_F32>);
     ggml_tensor * args[] = {q, k_cache, v_cache};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, fn, GGML_N_TASKS_MAX,
-                          pointer_of(scale));
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, fn, GGML_N_TASKS_MAX,
+                                     pointer_of(scale));
+    return ggml_set_name(o, "causal_attention");
 }
 
 #else

@@ -107,8 +107,9 @@ bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const g
 
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
     ggml_tensor * args[] = {x, w, b};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm, GGML_N_TASKS_MAX,
-                          pointer_of(eps));
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm,
+                                     GGML_N_TASKS_MAX, pointer_of(eps));
+    return ggml_set_name(y, "layer_norm");
 }
 
 bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
@@ -118,8 +119,9 @@ bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
 
 ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, float eps) {
     ggml_tensor * args[] = {x, w};
-    return ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 2, run_rms_norm,
-                          GGML_N_TASKS_MAX, pointer_of(eps));
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 2, run_rms_norm,
+                                     GGML_N_TASKS_MAX, pointer_of(eps));
+    return ggml_set_name(y, "rms_norm");
 }
 
 #else
