@@ -16,7 +16,6 @@ constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 
 ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) { return matmul(ctx, w, x, b); }
 
-// x [W, H, C] -> pointwise (1x1) conv over channels, + bias.
 // The subsampling's feature maps are kept channels-first in memory ([C, W, H]: each position's
 // channels contiguous): the pointwise convolutions are then plain products, the bias adds and masks
 // whole-row vector ops, and ggml's depthwise convolution takes its vectorised channels-last path. (In

@@ -72,7 +72,7 @@ bool enabled() {
 } // namespace
 
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
-    const bool host_layout = w->buffer && ggml_backend_buffer_is_host(w->buffer) && !w->extra;
+    const bool host_layout = in_host_memory(w) && !w->extra;
     const bool repacked    = w->type == GGML_TYPE_Q4_K && in_repack_buffer(w);
     return enabled() && avx512_gemm_handles(w->type) && (host_layout || repacked) && ggml_is_contiguous(w) &&
            w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&

@@ -656,7 +656,7 @@ AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
     const int64_t nb = a.K / Kernel::BLOCK;
     for (int64_t m0 = int64_t(ith) * PANEL_ROWS; m0 < a.M; m0 += int64_t(nth) * PANEL_ROWS) {
         for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
-            const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
+            const int64_t b1 = std::min(b0 + chunk, nb);
             Kernel::pack_panel(a, m0, b0, b1, panel, scales);
             // While the columns run, the next chunk (the next blocks of these rows, else this thread's
             // next panel) comes in from memory, which unpacking would otherwise wait for.
@@ -683,8 +683,7 @@ template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int n
 
 // (Every AVX-512 CPU also has F16C and FMA, which clang's __builtin_cpu_supports cannot name.)
 bool cpu_has_avx512_vnni() {
-    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && layouts_match();
+    static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && layouts_match();
     return ok;
 }
 

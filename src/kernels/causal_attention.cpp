@@ -1,11 +1,12 @@
 #include "causal_attention.h"
 
-#include "ggml-backend.h"
+#include "core/backend.h"
 
 #include <cmath>
 #include <cstring>
 
 #include "avx512_transpose.h" // and x86_simd.h
+#include "custom_op.h"
 
 namespace transcribe {
 
@@ -140,20 +141,12 @@ ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, co
     }
 }
 
-// The scale travels as the op's user data, its bits in the pointer.
-void * pointer_of(float scale) {
-    uint32_t bits;
-    std::memcpy(&bits, &scale, sizeof(bits));
-    return reinterpret_cast<void *>(uintptr_t(bits));
-}
-
 // src[0] = q, src[1] = k cache, src[2] = v cache. Blocks (head, 16 queries) are dealt to the threads
 // in turn.
 template <int HD, ggml_type KV> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
-    const ggml_tensor * q    = dst->src[0];
-    const uint32_t      bits = uint32_t(reinterpret_cast<uintptr_t>(scale));
+    const ggml_tensor * q = dst->src[0];
     Shape s;
-    std::memcpy(&s.scale, &bits, sizeof(s.scale));
+    s.scale          = userdata_as_float(scale);
     s.kv_heads       = dst->src[1]->ne[0] / HD;
     s.heads          = q->ne[1];
     s.T              = q->ne[2];
@@ -168,17 +161,6 @@ template <int HD, ggml_type KV> void run(ggml_tensor * dst, int ith, int nth, vo
                              static_cast<const char *>(dst->src[2]->data), static_cast<char *>(dst->data), b / blocks,
                              (b % blocks) * QUERIES);
     }
-}
-
-bool in_host_memory(const ggml_tensor * t) { // a view (the cache after this graph's writes) lies in its source's buffer
-    const ggml_tensor * base = t->view_src ? t->view_src : t;
-    return base->buffer && ggml_backend_buffer_is_host(base->buffer);
-}
-
-bool cpu_has_avx512() {
-    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    return ok;
 }
 
 } // namespace
@@ -201,7 +183,7 @@ ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
                                            : (f16 ? run<128, GGML_TYPE_F16> : run<128, GGML_TYPE_F32>);
     ggml_tensor * args[] = {q, k_cache, v_cache};
     ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, fn, GGML_N_TASKS_MAX,
-                                     pointer_of(scale));
+                                     float_as_userdata(scale));
     return ggml_set_name(o, "causal_attention");
 }
 

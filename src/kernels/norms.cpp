@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "custom_op.h"
 #include "x86_simd.h"
 
 namespace transcribe {
@@ -58,20 +59,6 @@ LN_TARGET void rms_normalize_row(const float * x, const float * w, float * y, in
     }
 }
 
-// eps travels as the op's user data, its bits in the pointer.
-float eps_of(void * bits_as_pointer) {
-    const uint32_t bits = uint32_t(reinterpret_cast<uintptr_t>(bits_as_pointer));
-    float eps;
-    std::memcpy(&eps, &bits, sizeof(eps));
-    return eps;
-}
-
-void * pointer_of(float eps) {
-    uint32_t bits;
-    std::memcpy(&bits, &eps, sizeof(bits));
-    return reinterpret_cast<void *>(uintptr_t(bits));
-}
-
 // Row R of a contiguous tensor.
 inline const float * row(const ggml_tensor * t, int64_t r) { return static_cast<const float *>(t->data) + r * t->ne[0]; }
 inline float * row(ggml_tensor * t, int64_t r) { return static_cast<float *>(t->data) + r * t->ne[0]; }
@@ -81,7 +68,7 @@ void run_layer_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
     const ggml_tensor * x = dst->src[0];
     for (int64_t r = ith; r < ggml_nrows(x); r += nth) {
         normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), static_cast<const float *>(dst->src[2]->data),
-                      row(dst, r), x->ne[0], eps_of(eps));
+                      row(dst, r), x->ne[0], userdata_as_float(eps));
     }
 }
 
@@ -89,13 +76,8 @@ void run_layer_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
 void run_rms_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
     const ggml_tensor * x = dst->src[0];
     for (int64_t r = ith; r < ggml_nrows(x); r += nth) {
-        rms_normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), row(dst, r), x->ne[0], eps_of(eps));
+        rms_normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), row(dst, r), x->ne[0], userdata_as_float(eps));
     }
-}
-
-bool cpu_has_avx512() {
-    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    return ok;
 }
 
 } // namespace
@@ -108,7 +90,7 @@ bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const g
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
     ggml_tensor * args[] = {x, w, b};
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm,
-                                     GGML_N_TASKS_MAX, pointer_of(eps));
+                                     GGML_N_TASKS_MAX, float_as_userdata(eps));
     return ggml_set_name(y, "layer_norm");
 }
 
@@ -120,7 +102,7 @@ bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
 ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, float eps) {
     ggml_tensor * args[] = {x, w};
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 2, run_rms_norm,
-                                     GGML_N_TASKS_MAX, pointer_of(eps));
+                                     GGML_N_TASKS_MAX, float_as_userdata(eps));
     return ggml_set_name(y, "rms_norm");
 }
 

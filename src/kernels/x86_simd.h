@@ -11,4 +11,15 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
+
+namespace transcribe {
+
+// AVX-512 F, DQ, BW and VL: what the kernels' vector code needs; each adds its own extensions.
+inline bool cpu_has_avx512() {
+    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return ok;
+}
+
+} // namespace transcribe
 #endif
