@@ -1,8 +1,10 @@
-// The prefill's products as they run in the model: 8 layers of Qwen3-1.7B's weight shapes (q, k, v,
-// o, gate, up, down; 800 MB at BF16, more than any cache) against 152 activation columns, all in one
-// graph, so that every weight streams in from memory. Ours (core/matmul's kernel) and ggml's mul_mat
-// run alternately in this one process, on the same weights and threads; it prints both and the ratio.
-//   gemm-stream-bench [TYPE=bf16|q8_0|q4_k|q6_k|f32] [THREADS=2] [ROUNDS=5]
+// The LM's products as they run in the model: LAYERS layers of Qwen3-1.7B's weight shapes (q, k, v,
+// o, gate, up, down; 8 layers are 800 MB at BF16, more than any cache) against COLUMNS activation
+// columns (152: jfk's prefill; 1: a decode step), all in one graph, so that every weight streams in
+// from memory. Ours (core/matmul's choice: our GEMM, our GEMV, or ggml's where we have none) and
+// ggml's mul_mat run alternately in this one process, on the same weights and threads; it prints both
+// and the ratio.
+//   gemm-stream-bench [TYPE=bf16|q8_0|q4_K|q6_K|f32] [THREADS=2] [ROUNDS=5] [COLUMNS=152] [LAYERS=8]
 #include "core/matmul.h"
 #include "kernels/avx512_gemm.h"
 
@@ -33,7 +35,7 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "gemm-stream-bench: no kernel of ours for type '%s' on this CPU\n", type_name);
         return 2;
     }
-    const int64_t N = 152, layers = 8;
+    const int64_t N = argc > 4 ? std::atoi(argv[4]) : 152, layers = argc > 5 ? std::atoi(argv[5]) : 8;
     const int64_t shapes[][2] = {{2048, 2048}, {2048, 1024}, {2048, 1024}, {2048, 2048}, {2048, 6144}, {2048, 6144}, {6144, 2048}};
 
     ggml_init_params wp = {ggml_tensor_overhead() * 64, nullptr, true};
@@ -81,7 +83,7 @@ int main(int argc, char ** argv) {
         ggml_cgraph * gf = ggml_new_graph_custom(ctx, 1024, false);
         for (ggml_tensor * w : weights) {
             ggml_tensor * x = w->ne[0] == 2048 ? x_narrow : x_wide;
-            ggml_build_forward_expand(gf, ours ? transcribe::avx512_gemm_op(ctx, w, x) : ggml_mul_mat(ctx, w, x));
+            ggml_build_forward_expand(gf, ours ? transcribe::matmul(ctx, w, x) : ggml_mul_mat(ctx, w, x));
         }
         *ctx_out = ctx;
         return gf;

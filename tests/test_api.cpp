@@ -292,7 +292,7 @@ TEST_F(Api, Profile_env_writes_an_op_table_and_changes_nothing) {
         text.append(buf, n);
     }
     std::fclose(f);
-    for (const char * want : {"profile: encoder", "profile: prefill", "profile: decode", "MUL_MAT f32", "FLASH_ATTN_EXT", "GFLOP/s"}) {
+    for (const char * want : {"profile: encoder", "profile: prefill", "profile: decode", "MUL_MAT f32", "CUSTOM decode_attention", "GFLOP/s"}) {
         EXPECT_NE(text.find(want), std::string::npos) << want << " missing from\n" << text;
     }
 }

@@ -1,11 +1,12 @@
-// Our GEMM kernels (kernels/avx512_gemm.h) against ggml's own mul_mat on the same operands, for
-// each weight type they take. Both quantize (BF16: round) the activations with ggml's from_float and take the same
+// Our GEMM and GEMV kernels (kernels/avx512_gemm.h, avx512_gemv.h) against ggml's own mul_mat on the
+// same operands, for each weight type they take. Both quantize (BF16: round) the activations with ggml's from_float and take the same
 // integer dot products per block (BF16: the same products); only the order of the F32 sums differs,
 // so the results agree to F32 rounding, which grows with K: the bound below is 1e-5 of the largest |y|
 // (measured: up to 6.3e-7 for Q8_0 and 1.4e-6 for Q4_K, 2.1e-6 for BF16 at K = 6144). A wrong layout,
 // scale or correction term is off by the size of y itself.
 #include "core/matmul.h"
 #include "kernels/avx512_gemm.h"
+#include "kernels/avx512_gemv.h"
 #include "support.h"
 
 #include "ggml-alloc.h"
@@ -174,4 +175,65 @@ TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_o
     EXPECT_EQ(y->op, GGML_OP_CUSTOM);
     EXPECT_EQ(matmul(ctx, narrow.w, narrow.x)->op, GGML_OP_MUL_MAT);
     ggml_free(ctx);
+}
+
+// ---- GEMV (decode: one activation column) ----
+
+class Avx512Gemv : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(Avx512Gemv, Matches_ggml_mul_mat) {
+    const Shape s = GetParam();
+    if (!avx512_gemv_handles(s.type, s.K)) {
+        GTEST_SKIP() << "this CPU has no AVX-512 GEMV for " << ggml_type_name(s.type);
+    }
+    Operands o(s, uint32_t(s.K * 29 + s.M * 5 + s.type));
+    ASSERT_TRUE(avx512_gemv_applies(o.w, o.x));
+    const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
+    const std::vector<float> ours = o.compute([&](ggml_context * c) { return avx512_gemv_op(c, o.w, o.x); });
+    ASSERT_EQ(ours.size(), ref.size());
+    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
+    ASSERT_GT(scale, 0.1f);
+    EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << ": max |diff| " << diff
+                                   << " of max |y| " << scale;
+}
+
+// One block; block counts that leave 1-3 blocks past the 4 sums; rows split unevenly over threads;
+// the model's shapes; the longest row the kernel takes.
+INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemv,
+                         ::testing::Values(Shape {Q8, 32, 4, 1, 1}, Shape {Q8, 96, 36, 1, 2}, Shape {Q8, 160, 100, 1, 3},
+                                           Shape {Q8, 224, 8, 1, 4}, Shape {Q8, 2048, 1024, 1, 2},
+                                           Shape {Q8, 6144, 2048, 1, 2}, Shape {Q8, 16384, 12, 1, 2}));
+
+TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_q8_0_weights_with_a_fused_bias) {
+    if (!avx512_gemv_handles(GGML_TYPE_Q8_0, 256)) {
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    Operands one({GGML_TYPE_Q8_0, 256, 64, 1, 2}, 5);
+    Operands two({GGML_TYPE_Q8_0, 256, 64, 2, 2}, 6);
+    Operands q4k({GGML_TYPE_Q4_K, 256, 64, 1, 2}, 7);
+    Operands odd_rows({GGML_TYPE_Q8_0, 256, 66, 1, 2}, 8);
+    EXPECT_TRUE(avx512_gemv_applies(one.w, one.x));
+    EXPECT_FALSE(avx512_gemv_applies(two.w, two.x));           // two columns: ggml's
+    EXPECT_FALSE(avx512_gemv_applies(q4k.w, q4k.x));           // no GEMV of ours for Q4_K
+    EXPECT_FALSE(avx512_gemv_applies(odd_rows.w, odd_rows.x)); // rows not a multiple of 4
+    EXPECT_FALSE(avx512_gemv_handles(GGML_TYPE_Q8_0, 16384 + 32));
+
+    ggml_init_params p = {ggml_tensor_overhead(), nullptr, true};
+    ggml_context * bctx = ggml_init(p);
+    ggml_tensor * b = ggml_new_tensor_1d(bctx, GGML_TYPE_F32, 64);
+    ggml_backend_buffer_t bbuf = ggml_backend_alloc_ctx_tensors(bctx, one.cpu);
+    std::vector<float> bias(64);
+    for (size_t i = 0; i < bias.size(); ++i) {
+        bias[i] = float(i % 11) - 5.5f;
+    }
+    ggml_backend_tensor_set(b, bias.data(), 0, bias.size() * sizeof(float));
+    const std::vector<float> ref  = one.compute([&](ggml_context * c) { return ggml_add(c, ggml_mul_mat(c, one.w, one.x), b); });
+    const std::vector<float> ours = one.compute([&](ggml_context * c) {
+        ggml_tensor * y = matmul(c, one.w, one.x, b);
+        EXPECT_EQ(y->op, GGML_OP_CUSTOM); // the bias in the kernel, no add
+        return y;
+    });
+    EXPECT_LE(test::max_abs_diff(ours, ref), 1e-5f * test::max_abs(ref));
+    ggml_backend_buffer_free(bbuf);
+    ggml_free(bctx);
 }

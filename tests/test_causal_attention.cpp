@@ -1,5 +1,6 @@
-// The prefill's causal attention op (kernels/causal_attention.h) against ggml_flash_attn_ext with a
-// causal mask, built as the Qwen3 block builds it, on the same queries and cache values. Both compute
+// The prefill's and decode's causal attention ops (kernels/causal_attention.h) against
+// ggml_flash_attn_ext with a causal mask, built as the Qwen3 block builds it, on the same queries and
+// cache values. Both compute
 // in F32; the sums run in another order and e^x is the same polynomial, so they agree to a few F32
 // roundings (bound 1e-5 of the largest output).
 #include "kernels/causal_attention.h"
@@ -26,6 +27,37 @@ struct Case {
 
 class CausalAttention : public ::testing::TestWithParam<Case> {};
 
+// Normal values times SPREAD into T (F16 or F32); rows from FIRST_NAN_ROW on hold NaN instead.
+void fill(ggml_tensor * t, std::mt19937 & rng, float spread, int64_t first_nan_row = INT64_MAX) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> f(static_cast<size_t>(ggml_nelements(t)));
+    for (size_t i = 0; i < f.size(); ++i) {
+        f[i] = int64_t(i) / t->ne[0] >= first_nan_row ? NAN : spread * normal(rng);
+    }
+    if (t->type == GGML_TYPE_F16) {
+        std::vector<ggml_fp16_t> h(f.size());
+        ggml_fp32_to_fp16_row(f.data(), h.data(), int64_t(f.size()));
+        ggml_backend_tensor_set(t, h.data(), 0, h.size() * sizeof(h[0]));
+    } else {
+        ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
+    }
+}
+
+// ggml's reference reads an F32 copy of the caches: below 64 queries its flash attention rounds Q to
+// F16 and sums V in F16 for an F16 cache (errors of 1e-3 of the output), which ours does not.
+ggml_tensor * reference(ggml_context * g, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * mask,
+                        int64_t keys, float scale) {
+    const int64_t hd = q->ne[0], kv_heads = k->ne[0] / hd;
+    ggml_tensor * k32 = k->type == GGML_TYPE_F32 ? k : ggml_cast(g, k, GGML_TYPE_F32);
+    ggml_tensor * v32 = v->type == GGML_TYPE_F32 ? v : ggml_cast(g, v, GGML_TYPE_F32);
+    ggml_tensor * kv  = ggml_view_3d(g, k32, hd, kv_heads, keys, size_t(hd) * 4, k32->nb[1], 0);
+    ggml_tensor * vv  = ggml_view_3d(g, v32, hd, kv_heads, keys, size_t(hd) * 4, v32->nb[1], 0);
+    ggml_tensor * o   = ggml_flash_attn_ext(g, ggml_permute(g, q, 0, 2, 1, 3), ggml_permute(g, kv, 0, 2, 1, 3),
+                                            ggml_permute(g, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
+    ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
+    return o;
+}
+
 } // namespace
 
 TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
@@ -48,23 +80,9 @@ TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
         GTEST_SKIP() << "this CPU has no AVX-512";
     }
     std::mt19937 rng(11);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    auto fill = [&](ggml_tensor * t, float spread) {
-        std::vector<float> f(static_cast<size_t>(ggml_nelements(t)));
-        for (float & x : f) {
-            x = spread * normal(rng);
-        }
-        if (t->type == GGML_TYPE_F16) {
-            std::vector<ggml_fp16_t> h(f.size());
-            ggml_fp32_to_fp16_row(f.data(), h.data(), int64_t(f.size()));
-            ggml_backend_tensor_set(t, h.data(), 0, h.size() * sizeof(h[0]));
-        } else {
-            ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
-        }
-    };
-    fill(q, 2.0f); // scores of a few units: a softmax that is neither flat nor one-hot
-    fill(k, 1.0f);
-    fill(v, 1.0f);
+    fill(q, rng, 2.0f); // scores of a few units: a softmax that is neither flat nor one-hot
+    fill(k, rng, 1.0f);
+    fill(v, rng, 1.0f);
     std::vector<ggml_fp16_t> m(static_cast<size_t>(c.T * c.T));
     for (int64_t i = 0; i < c.T; ++i) {
         for (int64_t j = 0; j < c.T; ++j) {
@@ -74,18 +92,7 @@ TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
     ggml_backend_tensor_set(mask, m.data(), 0, m.size() * sizeof(m[0]));
     const float scale = 1.0f / std::sqrt(float(c.head_dim));
 
-    // ggml's reference reads an F32 copy of the caches: below 64 queries its flash attention rounds
-    // Q to F16 and sums V in F16 for an F16 cache (errors of 1e-3 of the output), which ours does not.
-    const std::vector<float> ref = test::compute_on_cpu(cpu, [&](ggml_context * g) {
-        ggml_tensor * k32 = k->type == GGML_TYPE_F32 ? k : ggml_cast(g, k, GGML_TYPE_F32);
-        ggml_tensor * v32 = v->type == GGML_TYPE_F32 ? v : ggml_cast(g, v, GGML_TYPE_F32);
-        ggml_tensor * kv  = ggml_view_3d(g, k32, c.head_dim, c.kv_heads, c.T, size_t(c.head_dim) * 4, k32->nb[1], 0);
-        ggml_tensor * vv  = ggml_view_3d(g, v32, c.head_dim, c.kv_heads, c.T, size_t(c.head_dim) * 4, v32->nb[1], 0);
-        ggml_tensor * o  = ggml_flash_attn_ext(g, ggml_permute(g, q, 0, 2, 1, 3), ggml_permute(g, kv, 0, 2, 1, 3),
-                                               ggml_permute(g, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
-        ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
-        return o;
-    });
+    const std::vector<float> ref = test::compute_on_cpu(cpu, [&](ggml_context * g) { return reference(g, q, k, v, mask, c.T, scale); });
     const std::vector<float> ours = test::compute_on_cpu(cpu, [&](ggml_context * g) { return causal_attention_op(g, q, k, v, scale); });
     ASSERT_EQ(ours.size(), ref.size());
     const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
@@ -102,3 +109,60 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CausalAttention,
                          ::testing::Values(Case {128, 16, 8, 152, GGML_TYPE_F16}, Case {128, 16, 8, 17, GGML_TYPE_F32},
                                            Case {128, 2, 2, 2, GGML_TYPE_F16}, Case {64, 4, 1, 33, GGML_TYPE_F16},
                                            Case {64, 6, 3, 70, GGML_TYPE_F32}, Case {16, 4, 2, 60, GGML_TYPE_F16}));
+
+// ---- Decode: one query per head at a position given at run time ----
+
+namespace {
+struct DecodeCase {
+    int64_t   head_dim, heads, kv_heads, pos;
+    ggml_type cache;
+};
+class DecodeAttention : public ::testing::TestWithParam<DecodeCase> {};
+} // namespace
+
+TEST_P(DecodeAttention, Matches_ggml_flash_attention_over_the_positions_so_far) {
+    const DecodeCase c = GetParam();
+    const int64_t positions = c.pos + 1 + 40; // rows past the position hold NaN: they must not be read
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * q   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, 1);
+    ggml_tensor * k   = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
+    ggml_tensor * v   = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
+    ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
+    ASSERT_TRUE(buf);
+    if (!decode_attention_op_applies(q, k, v, pos)) {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        ggml_backend_free(cpu);
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    std::mt19937 rng(13);
+    fill(q, rng, 2.0f);
+    fill(k, rng, 1.0f, c.pos + 1);
+    fill(v, rng, 1.0f, c.pos + 1);
+    const int32_t at = int32_t(c.pos);
+    ggml_backend_tensor_set(pos, &at, 0, sizeof(at));
+    const float scale = 1.0f / std::sqrt(float(c.head_dim));
+    // Every one of the pos + 1 keys is seen: no mask.
+    const std::vector<float> ref  = test::compute_on_cpu(cpu, [&](ggml_context * g) { return reference(g, q, k, v, nullptr, c.pos + 1, scale); });
+    const std::vector<float> ours = test::compute_on_cpu(cpu, [&](ggml_context * g) { return decode_attention_op(g, q, k, v, pos, scale); });
+    ASSERT_EQ(ours.size(), ref.size());
+    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
+    EXPECT_GT(top, 0.1f);
+    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    ggml_backend_free(cpu);
+}
+
+// Qwen3-1.7B's heads after jfk's prompt; the first position; past one and two steps of the running
+// softmax (256 keys each); heads that share a cache head in threes (a pair and a single), not at all,
+// all of them; an F32 cache; the test fixture's heads.
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttention,
+                         ::testing::Values(DecodeCase {128, 16, 8, 152, GGML_TYPE_F16}, DecodeCase {128, 16, 8, 0, GGML_TYPE_F16},
+                                           DecodeCase {128, 16, 8, 300, GGML_TYPE_F16}, DecodeCase {128, 16, 8, 700, GGML_TYPE_F32},
+                                           DecodeCase {64, 6, 2, 90, GGML_TYPE_F16}, DecodeCase {64, 4, 4, 40, GGML_TYPE_F16},
+                                           DecodeCase {64, 4, 1, 257, GGML_TYPE_F32}, DecodeCase {16, 4, 2, 60, GGML_TYPE_F16}));

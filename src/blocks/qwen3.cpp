@@ -105,11 +105,13 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * kv = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
         ggml_tensor * vv = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
         // Flash attention reads K and V where they lie in the cache (no transposed copy of V per step)
-        // and keeps the softmax in F32. A prompt from position 0 is plain causal attention, which our
-        // op computes at several times its speed on CPU.
+        // and keeps the softmax in F32. A prompt from position 0 and a decode step are plain causal
+        // attention, which our ops compute several times faster on CPU.
         ggml_tensor * o = nullptr; // [hd, nh, T]
         if (n_kv == T && causal_attention_op_applies(q, k_all, v_all)) {
             o = causal_attention_op(ctx, q, k_all, v_all, scale);
+        } else if (T == 1 && decode_attention_op_applies(q, k_all, v_all, pos)) {
+            o = decode_attention_op(ctx, q, k_all, v_all, pos, scale);
         } else {
             o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
                                     ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
@@ -261,14 +263,16 @@ int32_t Qwen3Decoder::step(int32_t token, std::vector<float> * logits) {
     int32_t   next   = 0;
     exec_.compute(g, [&] {
         const int64_t idx = pos;
-        step_mask_.resize(size_t(n_kv)); // reused: nothing is allocated per token once the size is reached
-        for (int j = 0; j < n_kv; ++j) {
-            step_mask_[size_t(j)] = j <= pos ? kMaskOpen : kMaskClosed;
-        }
         tensor_set(g.get("token"), &token, sizeof(token));
         tensor_set(g.get("pos"), &pos, sizeof(pos));
         tensor_set(g.get("kv_idx"), &idx, sizeof(idx));
-        tensor_set(g.get("mask"), step_mask_);
+        if (ggml_tensor * m = g.get("mask"); m->buffer) { // unallocated where no layer reads it (decode_attention_op)
+            step_mask_.resize(size_t(n_kv)); // reused: nothing is allocated per token once the size is reached
+            for (int j = 0; j < n_kv; ++j) {
+                step_mask_[size_t(j)] = j <= pos ? kMaskOpen : kMaskClosed;
+            }
+            tensor_set(m, step_mask_);
+        }
     });
     ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
     if (logits) {

@@ -2,6 +2,7 @@
 
 #include "backend.h"
 #include "kernels/avx512_gemm.h"
+#include "kernels/avx512_gemv.h"
 
 #include "ggml-backend.h"
 
@@ -60,6 +61,21 @@ void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     avx512_gemm(a, ith, nth);
 }
 
+// dst = W x (+ b) for one column, from src[0] = x (F32), then the bias if there is one.
+void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
+    const auto * w = static_cast<const ggml_tensor *>(weight);
+    Avx512GemvArgs a;
+    a.type        = w->type;
+    a.w           = w->data;
+    a.w_row_bytes = w->nb[1];
+    a.x           = static_cast<const float *>(dst->src[0]->data);
+    a.bias        = dst->src[1] ? static_cast<const float *>(dst->src[1]->data) : nullptr;
+    a.y           = static_cast<float *>(dst->data);
+    a.K           = w->ne[0];
+    a.M           = w->ne[1];
+    avx512_gemv(a, ith, nth);
+}
+
 // TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
 bool enabled() {
     static const bool on = [] {
@@ -78,6 +94,19 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
            w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
            x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == w->ne[0] && x->ne[2] == 1 &&
            x->ne[3] == 1 && x->ne[1] >= AVX512_GEMM_MIN_COLS;
+}
+
+bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
+    return enabled() && avx512_gemv_handles(w->type, w->ne[0]) && in_host_memory(w) && !w->extra && ggml_is_contiguous(w) &&
+           w->ne[1] % 4 == 0 && w->ne[2] == 1 && w->ne[3] == 1 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) &&
+           x->ne[0] == w->ne[0] && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
+}
+
+ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    ggml_tensor * args[2] = {x, b};
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);
+    ggml_format_name(y, "avx512_gemv %s", ggml_type_name(w->type));
+    return y;
 }
 
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
@@ -100,6 +129,11 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
     if (avx512_gemm_applies(w, x)) {
         const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
         ggml_tensor * y = avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr);
+        return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
+    }
+    if (avx512_gemv_applies(w, x)) {
+        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
+        ggml_tensor * y = avx512_gemv_op(ctx, w, x, fuse_bias ? b : nullptr);
         return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
     }
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);

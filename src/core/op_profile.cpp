@@ -21,8 +21,10 @@ bool is_metadata_only(const ggml_tensor * t) {
     }
 }
 
-// Our GEMM op (core/matmul.h): its name carries the weight type, src[0] is the activation.
-bool is_our_gemm(const ggml_tensor * t) { return t->op == GGML_OP_CUSTOM && std::strncmp(t->name, "avx512_gemm", 11) == 0; }
+// Our GEMM and GEMV ops (core/matmul.h): the name carries the weight type, src[0] is the activation.
+bool is_our_gemm(const ggml_tensor * t) {
+    return t->op == GGML_OP_CUSTOM && (std::strncmp(t->name, "avx512_gemm", 11) == 0 || std::strncmp(t->name, "avx512_gemv", 11) == 0);
+}
 
 // Matmuls are told apart by operand types and shapes: those pick the kernel (and its speed).
 std::string op_key(const ggml_tensor * t) {

@@ -2,6 +2,7 @@
 
 #include "core/backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -163,34 +164,192 @@ template <int HD, ggml_type KV> void run(ggml_tensor * dst, int ith, int nth, vo
     }
 }
 
+// ---- Decode: one query per head at a position read at run time ------------------------------------
+
+constexpr int DECODE_KEYS = 256; // keys scored per step of the running softmax
+constexpr int AHEAD       = 8;   // rows: a head's part of consecutive cache rows is strided, which the
+                                 // hardware prefetcher does not follow
+
+// Asks for the BYTES at P to be brought into L1 (an inline-asm prefetch: GCC drops a function that only
+// calls __builtin_prefetch, taking it for pure). Past the end of the cache it is a hint and faults nothing.
+template <size_t BYTES> inline void prefetch_row(const char * p) {
+    for (size_t i = 0; i < BYTES; i += 64) {
+        asm volatile("prefetcht0 %0" : : "m"(*(p + i)));
+    }
+}
+
+// Query heads H0 and H0 + 1 (if PAIR), which read the same cache head, against keys 0..N_KEYS-1: each
+// K and V row is loaded once for both. The softmax runs over steps of DECODE_KEYS keys, rescaling
+// what is summed so far when the maximum grows (as ggml's flash attention does per key), so the
+// context is not bounded by a buffer.
+template <int HD, ggml_type KV>
+ATT_TARGET void attend_one(const Shape & s, const char * q, const char * k, const char * v, char * out, int64_t h0,
+                           bool pair, int64_t n_keys) {
+    constexpr int VECS = HD / 16;
+    constexpr size_t EL = KV == GGML_TYPE_F16 ? 2 : 4;
+    const size_t head_offset = size_t(h0 / (s.heads / s.kv_heads)) * HD * EL;
+    const int    nq          = pair ? 2 : 1;
+    __m512 qv[2][VECS];
+    for (int r = 0; r < 2; ++r) {
+        for (int c = 0; c < VECS; ++c) {
+            qv[r][c] = r < nq ? _mm512_loadu_ps(reinterpret_cast<const float *>(q + size_t(h0 + r) * s.q_head_bytes) + 16 * c)
+                              : _mm512_setzero_ps();
+        }
+    }
+    alignas(64) float scores[2][DECODE_KEYS];
+    float  max[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+    __m512 acc[2][VECS];
+    for (int r = 0; r < 2; ++r) {
+        for (int c = 0; c < VECS; ++c) {
+            acc[r][c] = _mm512_setzero_ps();
+        }
+    }
+    for (int64_t j0 = 0; j0 < n_keys; j0 += DECODE_KEYS) {
+        const int nj = n_keys - j0 < DECODE_KEYS ? int(n_keys - j0) : DECODE_KEYS;
+        for (int j = 0; j < nj; ++j) {
+            const char * row = k + size_t(j0 + j) * s.kv_row_bytes + head_offset;
+            prefetch_row<HD * EL>(row + AHEAD * s.kv_row_bytes);
+            __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
+            for (int c = 0; c < VECS; ++c) {
+                const __m512 kc = load16<KV>(row + 16 * c * EL);
+                d0 = _mm512_fmadd_ps(kc, qv[0][c], d0);
+                d1 = _mm512_fmadd_ps(kc, qv[1][c], d1);
+            }
+            scores[0][j] = _mm512_reduce_add_ps(d0) * s.scale;
+            scores[1][j] = _mm512_reduce_add_ps(d1) * s.scale;
+        }
+        // This step's probabilities against the running maximum; what came before is rescaled to it.
+        __m512 rescale[2];
+        for (int r = 0; r < nq; ++r) {
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            for (int j = 0; j < nj; j += 16) {
+                const __mmask16 live = nj - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (nj - j)) - 1);
+                m = _mm512_mask_max_ps(m, live, m, _mm512_loadu_ps(&scores[r][j]));
+            }
+            const float next = std::max(max[r], _mm512_reduce_max_ps(m));
+            const float keep = max[r] == -INFINITY ? 0.0f : std::exp(max[r] - next);
+            max[r] = next;
+            __m512 total = _mm512_setzero_ps();
+            for (int j = 0; j < nj; j += 16) {
+                const __mmask16 live = nj - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (nj - j)) - 1);
+                const __m512 p = _mm512_maskz_mov_ps(live, exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(&scores[r][j]), _mm512_set1_ps(next))));
+                _mm512_mask_storeu_ps(&scores[r][j], live, p);
+                total = _mm512_add_ps(total, p);
+            }
+            sum[r]     = sum[r] * keep + _mm512_reduce_add_ps(total);
+            rescale[r] = _mm512_set1_ps(keep);
+        }
+        for (int r = 0; r < nq; ++r) {
+            for (int c = 0; c < VECS; ++c) {
+                acc[r][c] = _mm512_mul_ps(acc[r][c], rescale[r]);
+            }
+        }
+        for (int j = 0; j < nj; ++j) {
+            const char * row = v + size_t(j0 + j) * s.kv_row_bytes + head_offset;
+            prefetch_row<HD * EL>(row + AHEAD * s.kv_row_bytes);
+            const __m512 p0 = _mm512_set1_ps(scores[0][j]), p1 = _mm512_set1_ps(pair ? scores[1][j] : 0.0f);
+            for (int c = 0; c < VECS; ++c) {
+                const __m512 vc = load16<KV>(row + 16 * c * EL);
+                acc[0][c] = _mm512_fmadd_ps(p0, vc, acc[0][c]);
+                acc[1][c] = _mm512_fmadd_ps(p1, vc, acc[1][c]);
+            }
+        }
+    }
+    for (int r = 0; r < nq; ++r) {
+        float * o = reinterpret_cast<float *>(out + size_t(h0 + r) * s.out_head_bytes);
+        const __m512 inv = _mm512_set1_ps(1.0f / sum[r]);
+        for (int c = 0; c < VECS; ++c) {
+            _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(acc[r][c], inv));
+        }
+    }
+}
+
+// src[0] = q [HD, heads, 1], src[1] = k cache, src[2] = v cache, src[3] = the query's position (I32).
+// Pairs of heads that share a cache head are dealt to the threads in turn.
+template <int HD, ggml_type KV> void run_decode(ggml_tensor * dst, int ith, int nth, void * scale) {
+    const ggml_tensor * q = dst->src[0];
+    Shape s;
+    s.scale          = userdata_as_float(scale);
+    s.kv_heads       = dst->src[1]->ne[0] / HD;
+    s.heads          = q->ne[1];
+    s.T              = 1;
+    s.q_head_bytes   = q->nb[1];
+    s.q_row_bytes    = q->nb[2];
+    s.kv_row_bytes   = dst->src[1]->nb[1];
+    s.out_head_bytes = dst->nb[1];
+    s.out_row_bytes  = dst->nb[2];
+    const int64_t pos = *static_cast<const int32_t *>(dst->src[3]->data);
+    GGML_ASSERT(pos >= 0 && pos < dst->src[1]->ne[1] && pos < dst->src[2]->ne[1]);
+    const int64_t group = s.heads / s.kv_heads, pairs_per_group = (group + 1) / 2;
+    for (int64_t i = ith; i < s.kv_heads * pairs_per_group; i += nth) {
+        const int64_t h0 = i / pairs_per_group * group + i % pairs_per_group * 2;
+        attend_one<HD, KV>(s, static_cast<const char *>(q->data), static_cast<const char *>(dst->src[1]->data),
+                           static_cast<const char *>(dst->src[2]->data), static_cast<char *>(dst->data), h0,
+                           h0 + 1 < (h0 / group + 1) * group, pos + 1);
+    }
+}
+
+// The kernel for this head size and cache type, of RUN's two (prefill, decode).
+template <template <int, ggml_type> class Pick> ggml_custom_op_t kernel_for(int64_t hd, bool f16) {
+    return hd == 16   ? (f16 ? Pick<16, GGML_TYPE_F16>::fn : Pick<16, GGML_TYPE_F32>::fn)
+           : hd == 64 ? (f16 ? Pick<64, GGML_TYPE_F16>::fn : Pick<64, GGML_TYPE_F32>::fn)
+                      : (f16 ? Pick<128, GGML_TYPE_F16>::fn : Pick<128, GGML_TYPE_F32>::fn);
+}
+template <int HD, ggml_type KV> struct Prefill { static constexpr ggml_custom_op_t fn = run<HD, KV>; };
+template <int HD, ggml_type KV> struct Decode { static constexpr ggml_custom_op_t fn = run_decode<HD, KV>; };
+
+// The caches both op read: F16 or F32 alike, in host memory, rows of whole heads that the query heads
+// share evenly.
+bool caches_apply(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
+    const int64_t hd = q->ne[0];
+    return cpu_has_avx512() && q->type == GGML_TYPE_F32 && ggml_is_contiguous(q) && (hd == 16 || hd == 64 || hd == 128) &&
+           q->ne[3] == 1 && k_cache->type == v_cache->type &&
+           (k_cache->type == GGML_TYPE_F16 || k_cache->type == GGML_TYPE_F32) && ggml_is_contiguous(k_cache) &&
+           ggml_is_contiguous(v_cache) && k_cache->ne[0] == v_cache->ne[0] && k_cache->ne[0] % hd == 0 &&
+           q->ne[1] % (k_cache->ne[0] / hd) == 0 && in_host_memory(k_cache) && in_host_memory(v_cache);
+}
+
 } // namespace
 
 bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
-    const int64_t hd = q->ne[0], T = q->ne[2];
-    return cpu_has_avx512() && q->type == GGML_TYPE_F32 && ggml_is_contiguous(q) && (hd == 16 || hd == 64 || hd == 128) &&
-           q->ne[3] == 1 && T > 1 && T <= CAUSAL_ATTENTION_MAX_KEYS && k_cache->type == v_cache->type &&
-           (k_cache->type == GGML_TYPE_F16 || k_cache->type == GGML_TYPE_F32) && ggml_is_contiguous(k_cache) &&
-           ggml_is_contiguous(v_cache) && k_cache->ne[0] == v_cache->ne[0] && k_cache->ne[0] % hd == 0 &&
-           q->ne[1] % (k_cache->ne[0] / hd) == 0 && k_cache->ne[1] >= T && v_cache->ne[1] >= T &&
-           in_host_memory(k_cache) && in_host_memory(v_cache);
+    const int64_t T = q->ne[2];
+    return caches_apply(q, k_cache, v_cache) && T > 1 && T <= CAUSAL_ATTENTION_MAX_KEYS && k_cache->ne[1] >= T &&
+           v_cache->ne[1] >= T;
 }
 
 ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
                                   float scale) {
-    const bool f16 = k_cache->type == GGML_TYPE_F16;
-    ggml_custom_op_t fn = q->ne[0] == 16   ? (f16 ? run<16, GGML_TYPE_F16> : run<16, GGML_TYPE_F32>)
-                          : q->ne[0] == 64 ? (f16 ? run<64, GGML_TYPE_F16> : run<64, GGML_TYPE_F32>)
-                                           : (f16 ? run<128, GGML_TYPE_F16> : run<128, GGML_TYPE_F32>);
     ggml_tensor * args[] = {q, k_cache, v_cache};
-    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, fn, GGML_N_TASKS_MAX,
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3,
+                                     kernel_for<Prefill>(q->ne[0], k_cache->type == GGML_TYPE_F16), GGML_N_TASKS_MAX,
                                      float_as_userdata(scale));
     return ggml_set_name(o, "causal_attention");
+}
+
+bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
+                                 const ggml_tensor * pos) {
+    return caches_apply(q, k_cache, v_cache) && q->ne[2] == 1 && pos->type == GGML_TYPE_I32 && ggml_nelements(pos) == 1;
+}
+
+ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                                  ggml_tensor * pos, float scale) {
+    ggml_tensor * args[] = {q, k_cache, v_cache, pos};
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], 1, 1, args, 4,
+                                     kernel_for<Decode>(q->ne[0], k_cache->type == GGML_TYPE_F16), GGML_N_TASKS_MAX,
+                                     float_as_userdata(scale));
+    return ggml_set_name(o, "decode_attention");
 }
 
 #else
 
 bool causal_attention_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
 ggml_tensor * causal_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
+    return nullptr;
+}
+bool decode_attention_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) {
+    return false;
+}
+ggml_tensor * decode_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
     return nullptr;
 }
 

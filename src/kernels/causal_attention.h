@@ -1,7 +1,12 @@
-// Causal self-attention over a prompt written from position 0 (the LM's prefill), on x86 CPUs with
-// AVX-512. ggml's CPU flash attention runs 30-40 GFLOP/s on Qwen3's 152-token prompts (tiles of 64
+// Causal self-attention over the KV cache on x86 CPUs with AVX-512: a prompt written from position 0
+// (the LM's prefill), and one query at a time (decode).
+//
+// Prefill: ggml's CPU flash attention runs 30-40 GFLOP/s on Qwen3's 152-token prompts (tiles of 64
 // queries, K and V converted per tile, keys past the diagonal computed then masked); this op takes 16
 // queries at a time against only the keys they see, in F32 like ggml's.
+// Decode: ggml's flash attention takes ~4 ms a token for Qwen3-1.7B at 150 positions (each query head
+// reads its cache head's rows again; an F16 cache is summed in F16), 5-10 % of a decode step; this op
+// reads each K and V row once for the two query heads that share it, in F32.
 #pragma once
 
 #include "ggml.h"
@@ -22,5 +27,13 @@ bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_ca
 // this graph writes first (ggml_set_rows): they are the op's sources.
 ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
                                   float scale);
+
+// Decode: Q [head_dim, heads, 1] at the position POS holds (I32 [1], read when the graph runs: one graph
+// serves every step), against cache rows 0..POS, which must exist in both caches; head pairing, types and
+// result as causal_attention_op. No bound on the position.
+bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
+                                 const ggml_tensor * pos);
+ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                                  ggml_tensor * pos, float scale);
 
 } // namespace transcribe
