@@ -202,19 +202,24 @@ TEST_P(Avx512Gemv, Matches_ggml_mul_mat) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemv,
                          ::testing::Values(Shape {Q8, 32, 4, 1, 1}, Shape {Q8, 96, 36, 1, 2}, Shape {Q8, 160, 100, 1, 3},
                                            Shape {Q8, 224, 8, 1, 4}, Shape {Q8, 2048, 1024, 1, 2},
-                                           Shape {Q8, 6144, 2048, 1, 2}, Shape {Q8, 16384, 12, 1, 2}));
+                                           Shape {Q8, 6144, 2048, 1, 2}, Shape {Q8, 16384, 12, 1, 2},
+                                           Shape {Q4K, 256, 4, 1, 1}, Shape {Q4K, 768, 36, 1, 2},
+                                           Shape {Q4K, 2048, 1024, 1, 2}, Shape {Q4K, 6144, 100, 1, 3},
+                                           Shape {Q4K, 16384, 8, 1, 2}, Shape {Q6K, 256, 4, 1, 1},
+                                           Shape {Q6K, 768, 36, 1, 2}, Shape {Q6K, 2048, 1024, 1, 2},
+                                           Shape {Q6K, 6144, 100, 1, 3}, Shape {Q6K, 16384, 8, 1, 2}));
 
-TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_q8_0_weights_with_a_fused_bias) {
+TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_weights_of_our_types_with_a_fused_bias) {
     if (!avx512_gemv_handles(GGML_TYPE_Q8_0, 256)) {
         GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
     }
     Operands one({GGML_TYPE_Q8_0, 256, 64, 1, 2}, 5);
     Operands two({GGML_TYPE_Q8_0, 256, 64, 2, 2}, 6);
-    Operands q4k({GGML_TYPE_Q4_K, 256, 64, 1, 2}, 7);
+    Operands q5k({GGML_TYPE_Q5_K, 256, 64, 1, 2}, 7);
     Operands odd_rows({GGML_TYPE_Q8_0, 256, 66, 1, 2}, 8);
     EXPECT_TRUE(avx512_gemv_applies(one.w, one.x));
     EXPECT_FALSE(avx512_gemv_applies(two.w, two.x));           // two columns: ggml's
-    EXPECT_FALSE(avx512_gemv_applies(q4k.w, q4k.x));           // no GEMV of ours for Q4_K
+    EXPECT_FALSE(avx512_gemv_applies(q5k.w, q5k.x));           // no GEMV of ours for Q5_K
     EXPECT_FALSE(avx512_gemv_applies(odd_rows.w, odd_rows.x)); // rows not a multiple of 4
     EXPECT_FALSE(avx512_gemv_handles(GGML_TYPE_Q8_0, 16384 + 32));
 

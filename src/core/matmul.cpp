@@ -102,6 +102,11 @@ bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
            x->ne[0] == w->ne[0] && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
+bool matmul_reads_file_layout(const ggml_tensor * w) {
+    return enabled() && avx512_gemm_handles(w->type) && avx512_gemv_handles(w->type, w->ne[0]) &&
+           w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1;
+}
+
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     ggml_tensor * args[2] = {x, b};
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);

@@ -26,6 +26,10 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x);
 
+// Whether our kernels take this weight, in its file layout, for every column count (GEMM and GEMV):
+// then it gains nothing from ggml's CPU repack buffer, whose layout our GEMV does not read.
+bool matmul_reads_file_layout(const ggml_tensor * w);
+
 constexpr int64_t AVX512_GEMM_MIN_COLS = 8;
 
 } // namespace transcribe

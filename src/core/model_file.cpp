@@ -3,6 +3,7 @@
 #include "error.h"
 #include "gguf_check.h"
 #include "log.h"
+#include "matmul.h"
 #include "parallel.h"
 
 #include "ggml-alloc.h"
@@ -295,7 +296,7 @@ std::vector<ModelFile::ExtraPlacement> ModelFile::plan_extra_buffers(ggml_backen
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate a context for weight placement");
     }
     for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        if (!matmul_only_.count(t)) {
+        if (!matmul_only_.count(t) || matmul_reads_file_layout(t)) {
             continue;
         }
         for (ggml_backend_buffer_type_t buft : bufts) {
