@@ -4,28 +4,13 @@
 #include <cstring>
 
 #include "avx512_transpose.h" // and x86_simd.h
+#include "quant_blocks.h"
 
 namespace transcribe {
 
 namespace {
 
-// ggml's block layouts (ggml-common.h), checked against ggml_type_size() before any kernel runs.
-constexpr int    QK8_0      = 32;
-constexpr size_t Q8_0_BYTES = 2 + QK8_0;                           // F16 scale, 32 signed bytes
-constexpr int    QK_K       = 256;
-constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;               // F16 d, F16 dmin, 6-bit scales/mins, nibbles
-constexpr size_t Q6_K_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2; // low 4 bits, high 2 bits, 8-bit scales, F16 d
-constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;                   // F32 scale, 256 signed bytes, 16 sums of 16
-
 constexpr int PANEL_ROWS = 32; // weight rows per panel: two 16-lane vectors
-
-bool layouts_match() {
-    return ggml_type_size(GGML_TYPE_BF16) == 2 && ggml_type_size(GGML_TYPE_F32) == 4 &&
-           ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
-           ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
-           ggml_type_size(GGML_TYPE_Q6_K) == Q6_K_BYTES && ggml_blck_size(GGML_TYPE_Q6_K) == QK_K &&
-           ggml_type_size(GGML_TYPE_Q8_K) == Q8_K_BYTES && ggml_blck_size(GGML_TYPE_Q8_K) == QK_K;
-}
 
 } // namespace
 
@@ -40,12 +25,6 @@ namespace {
 inline int32_t * row_sums(const Avx512GemmArgs & a, int64_t n) { return a.aux + size_t(n) * a.aux_row_ints; }
 template <int BLOCK, int SUMS> inline float * row_scales(const Avx512GemmArgs & a, int64_t n) {
     return reinterpret_cast<float *>(row_sums(a, n) + a.K / BLOCK * SUMS);
-}
-
-AVX512_TARGET inline float half_to_float(const uint8_t * p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
-    return _cvtsh_ss(h);
 }
 
 AVX512_TARGET inline __m512i broadcast4(const uint8_t * p) {
@@ -171,19 +150,13 @@ struct Q8_0Kernel {
 
     AVX512_TARGET static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
-        const __m256i ones = _mm256_set1_epi8(1);
         for (int64_t n = n0; n < n1; ++n) {
             int32_t * sums = row_sums(a, n);
             float *   dx   = row_scales<BLOCK, SUMS>(a, n);
             const uint8_t * row = static_cast<const uint8_t *>(a.x) + size_t(n) * a.x_row_bytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t * blk = row + size_t(b) * Q8_0_BYTES;
-                const __m256i part = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
-                                                         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 2)));
-                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(part), _mm256_extracti128_si256(part, 1));
-                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
-                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-                sums[b] = -128 * _mm_cvtsi128_si32(t);
+                sums[b] = q8_0_minus_128_sum(blk + 2);
                 dx[b]   = half_to_float(blk);
             }
         }
@@ -683,7 +656,7 @@ template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int n
 
 // (Every AVX-512 CPU also has F16C and FMA, which clang's __builtin_cpu_supports cannot name.)
 bool cpu_has_avx512_vnni() {
-    static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && layouts_match();
+    static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && quant_layouts_match();
     return ok;
 }
 

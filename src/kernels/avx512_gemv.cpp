@@ -1,6 +1,6 @@
 #include "avx512_gemv.h"
 
-#include "x86_simd.h"
+#include "quant_blocks.h" // and x86_simd.h
 
 #include "ggml-cpu.h"
 
@@ -10,14 +10,8 @@
 namespace transcribe {
 
 namespace {
-constexpr int    QK8_0      = 32;
-constexpr size_t Q8_0_BYTES = 2 + QK8_0; // F16 scale, 32 signed bytes
-constexpr int    QK_K       = 256;
-constexpr size_t Q4_K_BYTES = 2 + 2 + 12 + QK_K / 2;     // F16 d, F16 dmin, 6-bit scales/mins, nibbles
-constexpr size_t Q6_K_BYTES = QK_K / 2 + QK_K / 4 + QK_K / 16 + 2; // low 4 bits, high 2 bits, 8-bit scales, F16 d
-constexpr size_t Q8_K_BYTES = 4 + QK_K + 2 * 16;         // F32 scale, 256 signed bytes, 16 sums of 16
-constexpr int    CHAINS     = 4;         // independent F32 sums per row: FMA latency / throughput
-constexpr int64_t MAX_K     = 16384;     // the activation's quantized copy lives on the stack
+constexpr int     CHAINS = 4;     // independent F32 sums per Q8_0 row: FMA latency / throughput
+constexpr int64_t MAX_K  = 16384; // the activation's quantized copy lives on the stack
 } // namespace
 
 #if TRANSCRIBE_X86_SIMD
@@ -25,21 +19,10 @@ constexpr int64_t MAX_K     = 16384;     // the activation's quantized copy live
 namespace {
 
 #define GEMV_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
-#define GEMV_TARGET_LAMBDA __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 
 bool cpu_has_vnni() {
-    static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") &&
-                           ggml_type_size(GGML_TYPE_Q8_0) == Q8_0_BYTES && ggml_blck_size(GGML_TYPE_Q8_0) == QK8_0 &&
-                           ggml_type_size(GGML_TYPE_Q4_K) == Q4_K_BYTES && ggml_blck_size(GGML_TYPE_Q4_K) == QK_K &&
-                           ggml_type_size(GGML_TYPE_Q6_K) == Q6_K_BYTES && ggml_blck_size(GGML_TYPE_Q6_K) == QK_K &&
-                           ggml_type_size(GGML_TYPE_Q8_K) == Q8_K_BYTES && ggml_blck_size(GGML_TYPE_Q8_K) == QK_K;
+    static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512vnni") && quant_layouts_match();
     return ok;
-}
-
-GEMV_TARGET inline float half_to_float(const uint8_t * p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
-    return _cvtsh_ss(h);
 }
 
 GEMV_TARGET inline __m256 broadcast_half(const uint8_t * p) { return _mm256_set1_ps(half_to_float(p)); }
@@ -63,22 +46,15 @@ GEMV_TARGET void q8_0_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
     alignas(64) int32_t minus_128_sum[MAX_K / QK8_0];
     alignas(64) float   dx[MAX_K / QK8_0];
     ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(a.x, x_blocks, a.K);
-    const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t * blk = x_blocks + size_t(b) * Q8_0_BYTES;
         std::memcpy(xq + b * QK8_0, blk + 2, QK8_0);
-        const __m256i part = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 2)));
-        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(part), _mm256_extracti128_si256(part, 1));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-        minus_128_sum[b] = -128 * _mm_cvtsi128_si32(t);
-        uint16_t h;
-        std::memcpy(&h, blk, sizeof(h));
-        dx[b] = _cvtsh_ss(h);
+        minus_128_sum[b] = q8_0_minus_128_sum(blk + 2);
+        dx[b]            = half_to_float(blk);
     }
     const __m256i sign = _mm256_set1_epi8(char(0x80));
     // Block B of row W into chain ACC.
-    auto block = [&](const uint8_t * w, int64_t b, __m256 & acc) GEMV_TARGET_LAMBDA {
+    auto block = [&](const uint8_t * w, int64_t b, __m256 & acc) GEMV_TARGET {
         const uint8_t * blk  = w + size_t(b) * Q8_0_BYTES;
         const __m256i   xv   = _mm256_load_si256(reinterpret_cast<const __m256i *>(xq + size_t(b) * QK8_0));
         const __m256i   init = _mm256_zextsi128_si256(_mm_cvtsi32_si128(minus_128_sum[b]));
