@@ -90,6 +90,17 @@ struct Operands {
     }
 
     std::vector<float> compute(const std::function<ggml_tensor *(ggml_context *)> & build) { return test::compute_on_cpu(cpu, build); }
+
+    // Our op (OURS builds it) against ggml_mul_mat on these operands: within 1e-5 of the largest |y|.
+    void expect_matches_mul_mat(const Shape & s, const std::function<ggml_tensor *(ggml_context *)> & ours_op) {
+        const std::vector<float> ref  = compute([&](ggml_context * c) { return ggml_mul_mat(c, w, x); });
+        const std::vector<float> ours = compute(ours_op);
+        ASSERT_EQ(ours.size(), ref.size());
+        const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
+        ASSERT_GT(scale, 0.1f);
+        EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << " N " << s.N
+                                       << ": max |diff| " << diff << " of max |y| " << scale;
+    }
 };
 
 } // namespace
@@ -101,13 +112,7 @@ TEST_P(Avx512Gemm, Matches_ggml_mul_mat) {
     }
     Operands o(s, uint32_t(s.K * 31 + s.M * 7 + s.N + s.type));
     ASSERT_EQ(avx512_gemm_applies(o.w, o.x), s.N >= AVX512_GEMM_MIN_COLS);
-    const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
-    const std::vector<float> ours = o.compute([&](ggml_context * c) { return avx512_gemm_op(c, o.w, o.x); });
-    ASSERT_EQ(ours.size(), ref.size());
-    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    ASSERT_GT(scale, 0.1f);
-    EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << " N " << s.N << ": max |diff| " << diff
-                                   << " of max |y| " << scale;
+    o.expect_matches_mul_mat(s, [&](ggml_context * c) { return avx512_gemm_op(c, o.w, o.x); });
 }
 
 // Column tails (N mod 4), a single panel, odd panel counts over the threads, the model's shapes.
@@ -188,13 +193,7 @@ TEST_P(Avx512Gemv, Matches_ggml_mul_mat) {
     }
     Operands o(s, uint32_t(s.K * 29 + s.M * 5 + s.type));
     ASSERT_TRUE(avx512_gemv_applies(o.w, o.x));
-    const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
-    const std::vector<float> ours = o.compute([&](ggml_context * c) { return avx512_gemv_op(c, o.w, o.x); });
-    ASSERT_EQ(ours.size(), ref.size());
-    const float scale = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    ASSERT_GT(scale, 0.1f);
-    EXPECT_LE(diff, 1e-5f * scale) << ggml_type_name(s.type) << " K " << s.K << " M " << s.M << ": max |diff| " << diff
-                                   << " of max |y| " << scale;
+    o.expect_matches_mul_mat(s, [&](ggml_context * c) { return avx512_gemv_op(c, o.w, o.x); });
 }
 
 // One block; block counts that leave 1-3 blocks past the 4 sums; rows split unevenly over threads;

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -58,49 +59,69 @@ ggml_tensor * reference(ggml_context * g, ggml_tensor * q, ggml_tensor * k, ggml
     return o;
 }
 
+// Queries [head_dim, heads, T] and K/V caches of POSITIONS rows in a CPU backend buffer, filled with
+// normal values (cache rows from NAN_FROM on hold NaN: they must not be read); the mask, if any, and the
+// position input are allocated with them.
+struct Operands {
+    ggml_backend_t        cpu = ggml_backend_cpu_init();
+    ggml_context *        ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    ggml_tensor *         q = nullptr, * k = nullptr, * v = nullptr, * mask = nullptr, * pos = nullptr;
+    float                 scale;
+
+    Operands(int64_t head_dim, int64_t heads, int64_t kv_heads, int64_t T, int64_t positions, ggml_type cache,
+             int64_t nan_from, bool with_mask, uint32_t seed) : scale(1.0f / std::sqrt(float(head_dim))) {
+        ggml_backend_cpu_set_n_threads(cpu, 2);
+        ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+        ctx  = ggml_init(p);
+        q    = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, heads, T);
+        k    = ggml_new_tensor_2d(ctx, cache, head_dim * kv_heads, positions);
+        v    = ggml_new_tensor_2d(ctx, cache, head_dim * kv_heads, positions);
+        mask = with_mask ? ggml_new_tensor_2d(ctx, GGML_TYPE_F16, T, T) : nullptr;
+        pos  = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+        buf  = ggml_backend_alloc_ctx_tensors(ctx, cpu);
+        EXPECT_TRUE(buf);
+        std::mt19937 rng(seed);
+        fill(q, rng, 2.0f); // scores of a few units: a softmax that is neither flat nor one-hot
+        fill(k, rng, 1.0f, nan_from);
+        fill(v, rng, 1.0f, nan_from);
+    }
+    ~Operands() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        ggml_backend_free(cpu);
+    }
+
+    // OURS against REF, both built over these operands: within 1e-5 of the largest |o|.
+    void expect_matches(const std::function<ggml_tensor *(ggml_context *)> & ref_op,
+                        const std::function<ggml_tensor *(ggml_context *)> & ours_op) {
+        const std::vector<float> ref  = test::compute_on_cpu(cpu, ref_op);
+        const std::vector<float> ours = test::compute_on_cpu(cpu, ours_op);
+        ASSERT_EQ(ours.size(), ref.size());
+        const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
+        EXPECT_GT(top, 0.1f);
+        EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
+    }
+};
+
 } // namespace
 
 TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
     const Case c = GetParam();
-    const int64_t positions = c.T + 40; // cache rows past the prompt hold other values: they must not be read
-    ggml_backend_t cpu = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(cpu, 2);
-    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * q    = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
-    ggml_tensor * k    = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
-    ggml_tensor * v    = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
-    ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, c.T, c.T);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-    ASSERT_TRUE(buf);
-    if (!causal_attention_op_applies(q, k, v)) {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
+    // cache rows past the prompt hold NaN: they must not be read
+    Operands o(c.head_dim, c.heads, c.kv_heads, c.T, c.T + 40, c.cache, c.T, true, 11);
+    if (!causal_attention_op_applies(o.q, o.k, o.v)) {
         GTEST_SKIP() << "this CPU has no AVX-512";
     }
-    std::mt19937 rng(11);
-    fill(q, rng, 2.0f); // scores of a few units: a softmax that is neither flat nor one-hot
-    fill(k, rng, 1.0f);
-    fill(v, rng, 1.0f);
     std::vector<ggml_fp16_t> m(static_cast<size_t>(c.T * c.T));
     for (int64_t i = 0; i < c.T; ++i) {
         for (int64_t j = 0; j < c.T; ++j) {
             m[size_t(i * c.T + j)] = ggml_fp32_to_fp16(j <= i ? 0.0f : -INFINITY);
         }
     }
-    ggml_backend_tensor_set(mask, m.data(), 0, m.size() * sizeof(m[0]));
-    const float scale = 1.0f / std::sqrt(float(c.head_dim));
-
-    const std::vector<float> ref = test::compute_on_cpu(cpu, [&](ggml_context * g) { return reference(g, q, k, v, mask, c.T, scale); });
-    const std::vector<float> ours = test::compute_on_cpu(cpu, [&](ggml_context * g) { return causal_attention_op(g, q, k, v, scale); });
-    ASSERT_EQ(ours.size(), ref.size());
-    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    EXPECT_GT(top, 0.5f);
-    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
-    ggml_backend_free(cpu);
+    ggml_backend_tensor_set(o.mask, m.data(), 0, m.size() * sizeof(m[0]));
+    o.expect_matches([&](ggml_context * g) { return reference(g, o.q, o.k, o.v, o.mask, c.T, o.scale); },
+                     [&](ggml_context * g) { return causal_attention_op(g, o.q, o.k, o.v, o.scale); });
 }
 
 // Qwen3-1.7B's heads over jfk's prompt; a partial last block of queries; the shortest prompt; one
@@ -122,40 +143,16 @@ class DecodeAttention : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(DecodeAttention, Matches_ggml_flash_attention_over_the_positions_so_far) {
     const DecodeCase c = GetParam();
-    const int64_t positions = c.pos + 1 + 40; // rows past the position hold NaN: they must not be read
-    ggml_backend_t cpu = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(cpu, 2);
-    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * q   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, 1);
-    ggml_tensor * k   = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
-    ggml_tensor * v   = ggml_new_tensor_2d(ctx, c.cache, c.head_dim * c.kv_heads, positions);
-    ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-    ASSERT_TRUE(buf);
-    if (!decode_attention_op_applies(q, k, v, pos)) {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
+    // rows past the position hold NaN: they must not be read
+    Operands o(c.head_dim, c.heads, c.kv_heads, 1, c.pos + 1 + 40, c.cache, c.pos + 1, false, 13);
+    if (!decode_attention_op_applies(o.q, o.k, o.v, o.pos)) {
         GTEST_SKIP() << "this CPU has no AVX-512";
     }
-    std::mt19937 rng(13);
-    fill(q, rng, 2.0f);
-    fill(k, rng, 1.0f, c.pos + 1);
-    fill(v, rng, 1.0f, c.pos + 1);
     const int32_t at = int32_t(c.pos);
-    ggml_backend_tensor_set(pos, &at, 0, sizeof(at));
-    const float scale = 1.0f / std::sqrt(float(c.head_dim));
+    ggml_backend_tensor_set(o.pos, &at, 0, sizeof(at));
     // Every one of the pos + 1 keys is seen: no mask.
-    const std::vector<float> ref  = test::compute_on_cpu(cpu, [&](ggml_context * g) { return reference(g, q, k, v, nullptr, c.pos + 1, scale); });
-    const std::vector<float> ours = test::compute_on_cpu(cpu, [&](ggml_context * g) { return decode_attention_op(g, q, k, v, pos, scale); });
-    ASSERT_EQ(ours.size(), ref.size());
-    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    EXPECT_GT(top, 0.1f);
-    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
-    ggml_backend_free(cpu);
+    o.expect_matches([&](ggml_context * g) { return reference(g, o.q, o.k, o.v, nullptr, c.pos + 1, o.scale); },
+                     [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, o.pos, o.scale); });
 }
 
 // Qwen3-1.7B's heads after jfk's prompt; the first position; past one and two steps of the running

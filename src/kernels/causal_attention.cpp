@@ -49,6 +49,22 @@ struct Shape {
     float   scale;
 };
 
+// The op's shape, from its output DST (src[0] = q [HD, heads, T], src[1] = the K cache).
+Shape shape_of(const ggml_tensor * dst, int64_t hd, void * scale) {
+    const ggml_tensor * q = dst->src[0];
+    Shape s;
+    s.scale          = userdata_as_float(scale);
+    s.kv_heads       = dst->src[1]->ne[0] / hd;
+    s.heads          = q->ne[1];
+    s.T              = q->ne[2];
+    s.q_head_bytes   = q->nb[1];
+    s.q_row_bytes    = q->nb[2];
+    s.kv_row_bytes   = dst->src[1]->nb[1];
+    s.out_head_bytes = dst->nb[1];
+    s.out_row_bytes  = dst->nb[2];
+    return s;
+}
+
 // Queries i0..i0+15 of head H (those below T), against keys 0..i (each its own).
 template <int HD, ggml_type KV>
 ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, const char * v, char * out, int64_t h, int64_t i0) {
@@ -146,16 +162,7 @@ ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, co
 // in turn.
 template <int HD, ggml_type KV> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
     const ggml_tensor * q = dst->src[0];
-    Shape s;
-    s.scale          = userdata_as_float(scale);
-    s.kv_heads       = dst->src[1]->ne[0] / HD;
-    s.heads          = q->ne[1];
-    s.T              = q->ne[2];
-    s.q_head_bytes   = q->nb[1];
-    s.q_row_bytes    = q->nb[2];
-    s.kv_row_bytes   = dst->src[1]->nb[1];
-    s.out_head_bytes = dst->nb[1];
-    s.out_row_bytes  = dst->nb[2];
+    const Shape s = shape_of(dst, HD, scale);
     const int64_t blocks = (s.T + QUERIES - 1) / QUERIES;
     for (int64_t b = ith; b < s.heads * blocks; b += nth) {
         attend_block<HD, KV>(s, static_cast<const char *>(q->data), static_cast<const char *>(dst->src[1]->data),
@@ -268,16 +275,7 @@ ATT_TARGET void attend_one(const Shape & s, const char * q, const char * k, cons
 // Pairs of heads that share a cache head are dealt to the threads in turn.
 template <int HD, ggml_type KV> void run_decode(ggml_tensor * dst, int ith, int nth, void * scale) {
     const ggml_tensor * q = dst->src[0];
-    Shape s;
-    s.scale          = userdata_as_float(scale);
-    s.kv_heads       = dst->src[1]->ne[0] / HD;
-    s.heads          = q->ne[1];
-    s.T              = 1;
-    s.q_head_bytes   = q->nb[1];
-    s.q_row_bytes    = q->nb[2];
-    s.kv_row_bytes   = dst->src[1]->nb[1];
-    s.out_head_bytes = dst->nb[1];
-    s.out_row_bytes  = dst->nb[2];
+    const Shape s = shape_of(dst, HD, scale);
     const int64_t pos = *static_cast<const int32_t *>(dst->src[3]->data);
     GGML_ASSERT(pos >= 0 && pos < dst->src[1]->ne[1] && pos < dst->src[2]->ne[1]);
     const int64_t group = s.heads / s.kv_heads, pairs_per_group = (group + 1) / 2;
