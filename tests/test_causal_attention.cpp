@@ -1,7 +1,6 @@
 // The prefill's and decode's causal attention ops (kernels/causal_attention.h) against
 // ggml_flash_attn_ext with a causal mask, built as the Qwen3 block builds it, on the same queries and
-// cache values. Both compute
-// in F32; the sums run in another order and e^x is the same polynomial, so they agree to a few F32
+// cache values. Both compute in F32; the sums run in another order and e^x is the same polynomial, so they agree to a few F32
 // roundings (bound 1e-5 of the largest output).
 #include "kernels/causal_attention.h"
 #include "support.h"
@@ -92,14 +91,15 @@ struct Operands {
         ggml_backend_free(cpu);
     }
 
-    // OURS against REF, both built over these operands: within 1e-5 of the largest |o|.
+    // OURS against REF, both built over these operands: within 1e-5 of the largest |o|, which must
+    // exceed MIN_TOP (outputs of a size the bound means something for).
     void expect_matches(const std::function<ggml_tensor *(ggml_context *)> & ref_op,
-                        const std::function<ggml_tensor *(ggml_context *)> & ours_op) {
+                        const std::function<ggml_tensor *(ggml_context *)> & ours_op, float min_top) {
         const std::vector<float> ref  = test::compute_on_cpu(cpu, ref_op);
         const std::vector<float> ours = test::compute_on_cpu(cpu, ours_op);
         ASSERT_EQ(ours.size(), ref.size());
         const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-        EXPECT_GT(top, 0.1f);
+        EXPECT_GT(top, min_top);
         EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
     }
 };
@@ -121,7 +121,7 @@ TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
     }
     ggml_backend_tensor_set(o.mask, m.data(), 0, m.size() * sizeof(m[0]));
     o.expect_matches([&](ggml_context * g) { return reference(g, o.q, o.k, o.v, o.mask, c.T, o.scale); },
-                     [&](ggml_context * g) { return causal_attention_op(g, o.q, o.k, o.v, o.scale); });
+                     [&](ggml_context * g) { return causal_attention_op(g, o.q, o.k, o.v, o.scale); }, 0.5f);
 }
 
 // Qwen3-1.7B's heads over jfk's prompt; a partial last block of queries; the shortest prompt; one
@@ -152,7 +152,7 @@ TEST_P(DecodeAttention, Matches_ggml_flash_attention_over_the_positions_so_far) 
     ggml_backend_tensor_set(o.pos, &at, 0, sizeof(at));
     // Every one of the pos + 1 keys is seen: no mask.
     o.expect_matches([&](ggml_context * g) { return reference(g, o.q, o.k, o.v, nullptr, c.pos + 1, o.scale); },
-                     [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, o.pos, o.scale); });
+                     [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, o.pos, o.scale); }, 0.1f);
 }
 
 // Qwen3-1.7B's heads after jfk's prompt; the first position; past one and two steps of the running

@@ -85,15 +85,19 @@ bool enabled() {
     return on;
 }
 
+// Whether the GEMM kernel takes a weight of W's type and shape (wherever it lies).
+bool gemm_takes_shape(const ggml_tensor * w) {
+    return enabled() && avx512_gemm_handles(w->type) && w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 &&
+           w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1;
+}
+
 } // namespace
 
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
     const bool host_layout = in_host_memory(w) && !w->extra;
     const bool repacked    = w->type == GGML_TYPE_Q4_K && in_repack_buffer(w);
-    return enabled() && avx512_gemm_handles(w->type) && (host_layout || repacked) && ggml_is_contiguous(w) &&
-           w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1 &&
-           x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] == w->ne[0] && x->ne[2] == 1 &&
-           x->ne[3] == 1 && x->ne[1] >= AVX512_GEMM_MIN_COLS;
+    return gemm_takes_shape(w) && (host_layout || repacked) && ggml_is_contiguous(w) && x->type == GGML_TYPE_F32 &&
+           ggml_is_contiguous(x) && x->ne[0] == w->ne[0] && x->ne[2] == 1 && x->ne[3] == 1 && x->ne[1] >= AVX512_GEMM_MIN_COLS;
 }
 
 bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
@@ -102,10 +106,7 @@ bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
            x->ne[0] == w->ne[0] && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
-bool matmul_reads_file_layout(const ggml_tensor * w) {
-    return enabled() && avx512_gemm_handles(w->type) && avx512_gemv_handles(w->type, w->ne[0]) &&
-           w->ne[0] % avx512_gemm_row_multiple(w->type) == 0 && w->ne[1] % 32 == 0 && w->ne[2] == 1 && w->ne[3] == 1;
-}
+bool matmul_reads_file_layout(const ggml_tensor * w) { return gemm_takes_shape(w) && avx512_gemv_handles(w->type, w->ne[0]); }
 
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     ggml_tensor * args[2] = {x, b};
@@ -131,14 +132,10 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
 }
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
-    if (avx512_gemm_applies(w, x)) {
+    const bool gemm = avx512_gemm_applies(w, x);
+    if (gemm || avx512_gemv_applies(w, x)) {
         const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
-        ggml_tensor * y = avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr);
-        return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
-    }
-    if (avx512_gemv_applies(w, x)) {
-        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
-        ggml_tensor * y = avx512_gemv_op(ctx, w, x, fuse_bias ? b : nullptr);
+        ggml_tensor * y = gemm ? avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr) : avx512_gemv_op(ctx, w, x, fuse_bias ? b : nullptr);
         return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
     }
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
