@@ -153,6 +153,45 @@ TRANSCRIBE_API transcribe_status transcribe_audio_from_pcm(const float * interle
                                                            int n_channels, int target_rate, transcribe_audio * out);
 TRANSCRIBE_API void transcribe_audio_free(transcribe_audio * audio);
 
+/* ---------------------------------------------------------------- voice activity detection */
+/* Silero VAD (a GGUF made by scripts/convert-silero-vad.py): a speech probability for every chunk of
+ * 512 samples at 16 kHz (256 at 8 kHz) and the speech regions found from them, as Silero's
+ * get_speech_timestamps finds them. It runs on the CPU. */
+typedef struct transcribe_vad_model   transcribe_vad_model;   /* weights; may be shared by many sessions */
+typedef struct transcribe_vad_session transcribe_vad_session; /* per-caller state (graphs, LSTM state) */
+typedef struct transcribe_vad_result  transcribe_vad_result;
+
+typedef struct transcribe_vad_params {
+    float threshold;      /* a chunk at or above this probability is speech (default 0.5) */
+    float neg_threshold;  /* speech ends below this; < 0: max(threshold - 0.15, 0.01) (default -1) */
+    int   min_speech_ms;  /* shorter regions are dropped (default 250) */
+    int   min_silence_ms; /* shorter silences do not end a region (default 100) */
+    int   speech_pad_ms;  /* regions are widened by this on each side (default 30) */
+    float max_speech_s;   /* longer regions are cut, at a pause where there is one; <= 0: no limit (default 0) */
+} transcribe_vad_params;
+
+TRANSCRIBE_API transcribe_vad_params transcribe_vad_params_init(void);
+TRANSCRIBE_API transcribe_status transcribe_vad_model_load(const char * path, transcribe_vad_model ** out_model);
+TRANSCRIBE_API void transcribe_vad_model_free(transcribe_vad_model * model);
+/* n_threads <= 0: 1. */
+TRANSCRIBE_API transcribe_status transcribe_vad_session_create(transcribe_vad_model * model, int n_threads,
+                                                               transcribe_vad_session ** out_session);
+TRANSCRIBE_API void transcribe_vad_session_free(transcribe_vad_session * session);
+/* Mono pcm at sample_rate (16000 or 8000), streamed from a zero state; params NULL: the defaults. */
+TRANSCRIBE_API transcribe_status transcribe_vad_detect(transcribe_vad_session * session, const float * pcm, size_t n_samples,
+                                                       int sample_rate, const transcribe_vad_params * params,
+                                                       transcribe_vad_result ** out_result);
+TRANSCRIBE_API int           transcribe_vad_result_chunk_samples(const transcribe_vad_result * result);
+TRANSCRIBE_API int           transcribe_vad_result_n_probs(const transcribe_vad_result * result);
+TRANSCRIBE_API const float * transcribe_vad_result_probs(const transcribe_vad_result * result);
+TRANSCRIBE_API int           transcribe_vad_result_n_segments(const transcribe_vad_result * result);
+/* Sample indices at the detection's rate, end exclusive. */
+TRANSCRIBE_API int64_t       transcribe_vad_result_segment_begin(const transcribe_vad_result * result, int i);
+TRANSCRIBE_API int64_t       transcribe_vad_result_segment_end(const transcribe_vad_result * result, int i);
+/* The LSTM state after the last chunk: 128 values of h, then 128 of c. */
+TRANSCRIBE_API const float * transcribe_vad_result_state(const transcribe_vad_result * result);
+TRANSCRIBE_API void          transcribe_vad_result_free(transcribe_vad_result * result);
+
 /* ---------------------------------------------------------------- running */
 typedef struct transcribe_run_params {
     const char * language;       /* hint; NULL = model default */
@@ -161,6 +200,11 @@ typedef struct transcribe_run_params {
     int          chunk_ms;       /* audio longer than this is cut into pieces at pauses, each one a segment;
                                     <= 0: the model's window (40 s for Canary-Qwen) */
     bool         ignore_eos;     /* decode exactly max_new_tokens (benchmarks); not truncation */
+    transcribe_vad_model * vad;  /* speech-aware long audio: the model hears only the speech regions the VAD
+                                    finds (neighbours merged up to the window), silence is never decoded,
+                                    and segments follow speech, cut at ~7 s / 42 characters. NULL: audio
+                                    longer than the window is cut at pauses by energy. */
+    transcribe_vad_params  vad_params;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
@@ -199,6 +243,7 @@ typedef struct transcribe_timings {
     double decode_ms;
     int    n_prefill_tokens;
     int    n_decode_tokens;
+    double vad_ms;           /* voice-activity detection (runs with transcribe_run_params.vad only) */
 } transcribe_timings;
 
 /* Timings of the session's last run, summed over its pieces (load_ms is the model's). */

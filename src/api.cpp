@@ -7,6 +7,8 @@
 #include "core/family.h"
 #include "core/long_audio.h"
 #include "core/log.h"
+#include "core/speech_segments.h"
+#include "families/silero_vad.h"
 
 #include "ggml.h"
 
@@ -27,9 +29,28 @@ struct transcribe_model {
     double                    load_ms = 0;
 };
 
+struct transcribe_vad_model {
+    std::unique_ptr<SileroVad> impl;
+};
+
+struct transcribe_vad_session {
+    std::unique_ptr<SileroVadSession> impl;
+};
+
+struct transcribe_vad_result {
+    int                       chunk = 0;
+    std::vector<float>        probs;
+    std::vector<AudioSpan> regions;
+    std::vector<float>        state;
+};
+
 struct transcribe_session {
     transcribe_model *       model;
     std::unique_ptr<Session> impl;
+    SessionOptions           options;
+    // Made on the first run that asks for this VAD model.
+    const transcribe_vad_model *      vad_model = nullptr;
+    std::unique_ptr<SileroVadSession> vad;
 };
 
 struct transcribe_result {
@@ -93,9 +114,22 @@ void fill_audio(std::vector<float> && samples, int rate, transcribe_audio * out)
 }
 
 struct RunRequest {
-    RunOptions options;
-    int        chunk_ms = 0;
+    RunOptions             options;
+    int                    chunk_ms = 0;
+    transcribe_vad_model * vad      = nullptr;
+    SpeechParams           speech;
 };
+
+SpeechParams speech_params(const transcribe_vad_params & p) {
+    SpeechParams s;
+    s.threshold      = p.threshold;
+    s.neg_threshold  = p.neg_threshold;
+    s.min_speech_ms  = p.min_speech_ms;
+    s.min_silence_ms = p.min_silence_ms;
+    s.speech_pad_ms  = p.speech_pad_ms;
+    s.max_speech_s   = p.max_speech_s;
+    return s;
+}
 
 RunRequest run_request(const transcribe_run_params * p) {
     RunRequest r;
@@ -107,6 +141,8 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.options.language       = p->language ? p->language : "";
     r.chunk_ms               = p->chunk_ms;
     r.options.ignore_eos     = p->ignore_eos;
+    r.vad                    = p->vad;
+    r.speech                 = speech_params(p->vad_params);
     return r;
 }
 
@@ -124,7 +160,28 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     }
     const RunOptions & o = req.options;
     auto r = std::make_unique<transcribe_result>();
-    r->transcript = transcribe_pieces(*s->impl, pcm, n, info.sample_rate, window, o);
+    if (req.vad) {
+        if (s->vad_model != req.vad) {
+            s->vad.reset();
+            s->vad       = std::make_unique<SileroVadSession>(*req.vad->impl, s->options.n_threads);
+            s->vad_model = req.vad;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const SessionOptions & so = s->options;
+        const std::vector<float> probs = s->vad->run(pcm, n, info.sample_rate, [&] {
+            return so.abort_callback && so.abort_callback(so.abort_user_data);
+        });
+        const size_t chunk = size_t(req.vad->impl->branch(info.sample_rate).chunk);
+        const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
+        const double vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        r->transcript = transcribe_speech(*s->impl, s->model->impl->tokenizer(), pcm,
+                                          plan_speech_pieces(regions, probs, chunk, window), info.sample_rate, o);
+        Timings t = s->impl->timings();
+        t.vad_ms  = vad_ms;
+        s->impl->set_timings(t);
+    } else {
+        r->transcript = transcribe_pieces(*s->impl, pcm, n, info.sample_rate, window, o);
+    }
     const bool truncated = r->transcript.truncated;
     *out = r.release();
     if (truncated) {
@@ -312,8 +369,9 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
         o.progress_callback  = p.progress_callback;
         o.progress_user_data = p.progress_user_data;
         auto s = std::make_unique<transcribe_session>();
-        s->model = model;
-        s->impl  = model->impl->new_session(o);
+        s->model   = model;
+        s->options = o;
+        s->impl    = model->impl->new_session(o);
         *out_session = s.release();
         return TRANSCRIBE_OK;
     });
@@ -376,6 +434,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.timestamps     = true;
     p.chunk_ms       = 0;
     p.ignore_eos     = false;
+    p.vad            = nullptr;
+    p.vad_params     = transcribe_vad_params_init();
     return p;
 }
 
@@ -465,8 +525,92 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
         out->decode_ms        = t.decode_ms;
         out->n_prefill_tokens = t.n_prefill_tokens;
         out->n_decode_tokens  = t.n_decode_tokens;
+        out->vad_ms           = t.vad_ms;
         return TRANSCRIBE_OK;
     });
 }
+
+transcribe_vad_params transcribe_vad_params_init(void) {
+    const SpeechParams d;
+    transcribe_vad_params p;
+    p.threshold      = d.threshold;
+    p.neg_threshold  = d.neg_threshold;
+    p.min_speech_ms  = d.min_speech_ms;
+    p.min_silence_ms = d.min_silence_ms;
+    p.speech_pad_ms  = d.speech_pad_ms;
+    p.max_speech_s   = d.max_speech_s;
+    return p;
+}
+
+transcribe_status transcribe_vad_model_load(const char * path, transcribe_vad_model ** out_model) {
+    return guarded([&] {
+        if (!out_model) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_vad_model_load: out_model is NULL");
+        }
+        *out_model = nullptr;
+        if (!path || !*path) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_vad_model_load: no path");
+        }
+        init_once();
+        auto m  = std::make_unique<transcribe_vad_model>();
+        m->impl = std::make_unique<SileroVad>(path);
+        *out_model = m.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_vad_model_free(transcribe_vad_model * model) { delete model; }
+
+transcribe_status transcribe_vad_session_create(transcribe_vad_model * model, int n_threads,
+                                                transcribe_vad_session ** out_session) {
+    return guarded([&] {
+        if (!model || !out_session) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_vad_session_create: null argument");
+        }
+        *out_session = nullptr;
+        auto s  = std::make_unique<transcribe_vad_session>();
+        s->impl = std::make_unique<SileroVadSession>(*model->impl, n_threads > 0 ? n_threads : 1);
+        *out_session = s.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_vad_session_free(transcribe_vad_session * session) { delete session; }
+
+transcribe_status transcribe_vad_detect(transcribe_vad_session * session, const float * pcm, size_t n_samples,
+                                        int sample_rate, const transcribe_vad_params * params,
+                                        transcribe_vad_result ** out_result) {
+    return guarded([&] {
+        if (!session || !out_result || (n_samples > 0 && !pcm)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_vad_detect: null argument");
+        }
+        *out_result = nullptr;
+        if (n_samples > 0) {
+            audio_check_finite(pcm, n_samples, "input audio");
+        }
+        const transcribe_vad_params p = params ? *params : transcribe_vad_params_init();
+        const SileroVadBranch & b = session->impl->model().branch(sample_rate);
+        auto r   = std::make_unique<transcribe_vad_result>();
+        r->chunk = b.chunk;
+        r->probs = session->impl->run(pcm, n_samples, sample_rate);
+        r->regions = speech_regions(r->probs, size_t(b.chunk), n_samples, sample_rate, speech_params(p));
+        r->state = session->impl->state();
+        *out_result = r.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+int transcribe_vad_result_chunk_samples(const transcribe_vad_result * r) { return r ? r->chunk : 0; }
+int transcribe_vad_result_n_probs(const transcribe_vad_result * r) { return r ? int(r->probs.size()) : 0; }
+const float * transcribe_vad_result_probs(const transcribe_vad_result * r) { return r ? r->probs.data() : nullptr; }
+int transcribe_vad_result_n_segments(const transcribe_vad_result * r) { return r ? int(r->regions.size()) : 0; }
+int64_t transcribe_vad_result_segment_begin(const transcribe_vad_result * r, int i) {
+    return r && i >= 0 && size_t(i) < r->regions.size() ? int64_t(r->regions[size_t(i)].begin) : -1;
+}
+int64_t transcribe_vad_result_segment_end(const transcribe_vad_result * r, int i) {
+    return r && i >= 0 && size_t(i) < r->regions.size() ? int64_t(r->regions[size_t(i)].end) : -1;
+}
+const float * transcribe_vad_result_state(const transcribe_vad_result * r) { return r ? r->state.data() : nullptr; }
+void transcribe_vad_result_free(transcribe_vad_result * r) { delete r; }
 
 } // extern "C"

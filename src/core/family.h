@@ -56,6 +56,7 @@ struct Transcript {
 
 struct Timings {
     double mel_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
+    double vad_ms = 0; // voice-activity detection over the whole recording, when asked for
     int    n_prefill_tokens = 0, n_decode_tokens = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace transcribe {
 
@@ -80,36 +81,37 @@ AudioSpan trim_silence(const float * x, AudioSpan piece, int sample_rate) {
     return {piece.begin + first * frame, std::min(piece.end, piece.begin + last * frame)};
 }
 
-Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
-                             const RunOptions & options) {
-    const std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
-    Transcript out;
-    Timings total;
-    auto to_ms = [&](size_t s) { return int64_t(std::llround(1000.0 * double(s) / sample_rate)); };
-    for (size_t i = 0; i < pieces.size(); ++i) {
-        RunOptions o      = options;
-        o.progress_offset = options.progress_offset + options.progress_scale * float(i) / float(pieces.size());
-        o.progress_scale  = options.progress_scale / float(pieces.size());
-        Transcript t = session.run(x + pieces[i].begin, pieces[i].end - pieces[i].begin, o);
-        const Timings & ti = session.timings();
-        total.mel_ms += ti.mel_ms;
-        total.encode_ms += ti.encode_ms;
-        total.prefill_ms += ti.prefill_ms;
-        total.decode_ms += ti.decode_ms;
-        total.n_prefill_tokens += ti.n_prefill_tokens;
-        total.n_decode_tokens += ti.n_decode_tokens;
+namespace {
 
-        const AudioSpan speech = trim_silence(x, pieces[i], sample_rate);
-        Segment seg;
-        seg.t0_ms     = to_ms(speech.begin);
-        seg.t1_ms     = to_ms(speech.end);
-        seg.text      = t.text;
-        seg.tokens    = t.tokens;
-        seg.truncated = t.truncated;
-        if (pieces.size() == 1) {
+int64_t samples_to_ms(size_t s, int sample_rate) { return int64_t(std::llround(1000.0 * double(s) / sample_rate)); }
+
+// Runs the pieces of one recording in turn, summing their timings and joining their texts.
+class PieceRunner {
+public:
+    PieceRunner(Session & session, const RunOptions & options, size_t n_pieces)
+        : session_(session), options_(options), n_pieces_(n_pieces) {}
+
+    Transcript run(const float * x, AudioSpan span, size_t index) {
+        RunOptions o      = options_;
+        o.progress_offset = options_.progress_offset + options_.progress_scale * float(index) / float(n_pieces_);
+        o.progress_scale  = options_.progress_scale / float(n_pieces_);
+        Transcript t = session_.run(x + span.begin, span.end - span.begin, o);
+        const Timings & ti = session_.timings();
+        total_.mel_ms += ti.mel_ms;
+        total_.encode_ms += ti.encode_ms;
+        total_.prefill_ms += ti.prefill_ms;
+        total_.decode_ms += ti.decode_ms;
+        total_.n_prefill_tokens += ti.n_prefill_tokens;
+        total_.n_decode_tokens += ti.n_decode_tokens;
+        return t;
+    }
+
+    // Appends a piece's text and ids; with several pieces, each one's word-initial space of byte-level
+    // BPE is dropped and the pieces are joined on single spaces.
+    void append(Transcript & out, const Transcript & t) const {
+        if (n_pieces_ == 1) {
             out.text = t.text;
         } else {
-            // Pieces each start with the word-initial space of byte-level BPE; join on single spaces.
             const size_t b = t.text.find_first_not_of(' ');
             if (b != std::string::npos) {
                 out.text += (out.text.empty() ? "" : " ") + t.text.substr(b);
@@ -117,9 +119,158 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
         }
         out.tokens.insert(out.tokens.end(), t.tokens.begin(), t.tokens.end());
         out.truncated = out.truncated || t.truncated;
-        out.segments.push_back(std::move(seg));
     }
-    session.set_timings(total);
+
+    void finish() { session_.set_timings(total_); }
+
+private:
+    Session &         session_;
+    const RunOptions & options_;
+    size_t            n_pieces_;
+    Timings           total_;
+};
+
+} // namespace
+
+Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
+                             const RunOptions & options) {
+    const std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
+    PieceRunner runner(session, options, pieces.size());
+    Transcript out;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        Transcript t = runner.run(x, pieces[i], i);
+        const AudioSpan speech = trim_silence(x, pieces[i], sample_rate);
+        runner.append(out, t);
+        out.segments.push_back(Segment {samples_to_ms(speech.begin, sample_rate), samples_to_ms(speech.end, sample_rate),
+                                        std::move(t.text), std::move(t.tokens), t.truncated});
+    }
+    runner.finish();
+    return out;
+}
+
+std::vector<SpeechPiece> plan_speech_pieces(const std::vector<AudioSpan> & regions, const std::vector<float> & probs,
+                                            size_t chunk, size_t max_len) {
+    std::vector<AudioSpan> parts;
+    for (const AudioSpan & r : regions) {
+        size_t b = r.begin;
+        while (r.end - b > max_len) {
+            size_t cut = b + max_len;
+            const size_t lo = (b + max_len / 2) / chunk, hi = (b + max_len - chunk / 2) / chunk;
+            float best = 2.0f;
+            for (size_t k = lo; k <= hi && k < probs.size(); ++k) {
+                const size_t at = k * chunk + chunk / 2;
+                if (at > b && probs[k] <= best) { // ties go to the later chunk: longer pieces
+                    best = probs[k];
+                    cut  = at;
+                }
+            }
+            parts.push_back({b, cut});
+            b = cut;
+        }
+        parts.push_back({b, r.end});
+    }
+    std::vector<SpeechPiece> pieces;
+    for (const AudioSpan & p : parts) {
+        if (p.end <= p.begin) {
+            continue;
+        }
+        if (!pieces.empty() && p.end - pieces.back().span.begin <= max_len) {
+            pieces.back().span.end = p.end;
+            pieces.back().regions.push_back(p);
+        } else {
+            pieces.push_back({p, {p}});
+        }
+    }
+    return pieces;
+}
+
+std::vector<Segment> speech_segments(const Transcript & piece, const std::vector<AudioSpan> & regions,
+                                     const Tokenizer & tokenizer, int sample_rate) {
+    // Words: runs of ids from one whose text starts with a space (or the first) to the next.
+    struct Word {
+        std::vector<int32_t> ids;
+        size_t               chars = 0;
+    };
+    std::vector<Word> words;
+    size_t total_chars = 0;
+    for (int32_t id : piece.tokens) {
+        const std::string bytes = tokenizer.decode_bytes({id});
+        if (words.empty() || (!bytes.empty() && bytes[0] == ' ')) {
+            words.emplace_back();
+        }
+        words.back().ids.push_back(id);
+        words.back().chars += bytes.size();
+        total_chars += bytes.size();
+    }
+    double speech = 0;
+    for (const AudioSpan & r : regions) {
+        speech += double(r.end - r.begin);
+    }
+    // Each region's words.
+    std::vector<std::vector<const Word *>> by_region(regions.size());
+    size_t at = 0, region = 0;
+    double region_end = regions.empty() ? 0 : double(regions[0].end - regions[0].begin);
+    for (const Word & w : words) {
+        const double mid = total_chars ? speech * (double(at) + 0.5 * double(w.chars)) / double(total_chars) : 0;
+        while (region + 1 < regions.size() && mid >= region_end) {
+            ++region;
+            region_end += double(regions[region].end - regions[region].begin);
+        }
+        by_region[region].push_back(&w);
+        at += w.chars;
+    }
+    // Cues within each region.
+    std::vector<Segment> out;
+    for (size_t r = 0; r < regions.size(); ++r) {
+        size_t chars = 0;
+        for (const Word * w : by_region[r]) {
+            chars += w->chars;
+        }
+        if (chars == 0) {
+            continue;
+        }
+        const double dur = double(regions[r].end - regions[r].begin);
+        const double ms_per_char = 1000.0 * dur / sample_rate / double(chars);
+        size_t cue_begin = 0, cue_chars = 0;
+        Segment cue;
+        auto close = [&] {
+            const double b = double(regions[r].begin) + dur * double(cue_begin) / double(chars);
+            const double e = double(regions[r].begin) + dur * double(cue_begin + cue_chars) / double(chars);
+            cue.t0_ms = samples_to_ms(size_t(b), sample_rate);
+            cue.t1_ms = samples_to_ms(size_t(e), sample_rate);
+            cue.text  = tokenizer.decode(cue.tokens);
+            out.push_back(std::move(cue));
+            cue = Segment {};
+            cue_begin += cue_chars;
+            cue_chars = 0;
+        };
+        for (const Word * w : by_region[r]) {
+            const size_t next = cue_chars + w->chars;
+            if (cue_chars > 0 && (next > size_t(kCueChars) + 1 || double(next) * ms_per_char > kCueMs)) {
+                close();
+            }
+            cue.tokens.insert(cue.tokens.end(), w->ids.begin(), w->ids.end());
+            cue_chars += w->chars;
+        }
+        close();
+    }
+    if (piece.truncated && !out.empty()) {
+        out.back().truncated = true;
+    }
+    return out;
+}
+
+Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
+                             const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options) {
+    PieceRunner runner(session, options, pieces.size());
+    Transcript out;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        Transcript t = runner.run(x, pieces[i].span, i);
+        runner.append(out, t);
+        std::vector<Segment> segs = speech_segments(t, pieces[i].regions, tokenizer, sample_rate);
+        out.segments.insert(out.segments.end(), std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));
+    }
+    runner.finish();
     return out;
 }
 

@@ -3,16 +3,12 @@
 #pragma once
 
 #include "family.h"
+#include "speech_segments.h"
 
 #include <cstddef>
 #include <vector>
 
 namespace transcribe {
-
-struct AudioSpan {
-    size_t begin = 0; // samples
-    size_t end   = 0;
-};
 
 // Pieces of at most max_len samples covering [0, n). Each cut lies in the last quarter of its window,
 // in the middle of the quietest 200 ms there (short-time energy), so a pause, when there is one, is
@@ -26,5 +22,31 @@ AudioSpan trim_silence(const float * x, AudioSpan piece, int sample_rate);
 // piece, times in the original audio, truncation reported per segment and overall.
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options);
+
+// What the model hears of a recording when a VAD found its speech: merged neighbouring regions.
+struct SpeechPiece {
+    AudioSpan              span;    // the audio the model is run on
+    std::vector<AudioSpan> regions; // the speech inside it, each becoming segments of its own
+};
+
+// Pieces of at most max_len samples from speech regions (in order, not overlapping): a region longer
+// than max_len is cut at its lowest-probability chunk in the second half of each max_len stretch, then
+// neighbours are merged while the merged span fits in max_len. probs[k] covers [k * chunk, (k+1) * chunk).
+std::vector<SpeechPiece> plan_speech_pieces(const std::vector<AudioSpan> & regions, const std::vector<float> & probs,
+                                            size_t chunk, size_t max_len);
+
+// Subtitle-sized segments of one speech region: the piece's words given to the regions of the piece in
+// proportion to their durations (the decoder gives no times within a piece; where a word's middle
+// character falls along the piece's speech time decides its region), then each region cut into cues of
+// at most kCueChars characters and kCueMs, times in proportion to characters within the region.
+constexpr int kCueChars = 42;
+constexpr int kCueMs    = 7000;
+std::vector<Segment> speech_segments(const Transcript & piece, const std::vector<AudioSpan> & regions,
+                                     const Tokenizer & tokenizer, int sample_rate);
+
+// Runs `session` on each speech piece; silence between pieces is never decoded. Segments follow speech
+// (speech_segments); an empty plan gives an empty transcript.
+Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
+                             const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options);
 
 } // namespace transcribe
