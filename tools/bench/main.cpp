@@ -1,6 +1,8 @@
 // transcribe-bench: load, mel, encoder, prefill and decode timings of one model on one audio file.
 #include "transcribe.h"
 
+#include "../common/vad_options.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -66,6 +68,8 @@ int main(int argc, char ** argv) {
     app.add_flag("--json", as_json, "print one JSON object with the medians");
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
+    transcribe_tools::VadOptions vad;
+    vad.add_to(app);
     CLI11_PARSE(app, argc, argv);
     transcribe_log_set(quiet, nullptr);
 
@@ -92,11 +96,17 @@ int main(int argc, char ** argv) {
     if (transcribe_session_create(model, &sp, &session) != TRANSCRIBE_OK) {
         return die("creating a session");
     }
+    transcribe_vad_model * vad_model = nullptr;
+    if (!vad.load(&vad_model)) {
+        return die("loading " + vad.model_path);
+    }
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = fixed_new_tokens > 0 ? fixed_new_tokens : max_new_tokens;
     rp.ignore_eos     = fixed_new_tokens > 0;
+    rp.vad            = vad_model;
+    rp.vad_params     = vad.params;
 
-    std::vector<double> mel, enc, pre, dec, pre_tps, dec_tps, total;
+    std::vector<double> vad_t, mel, enc, pre, dec, pre_tps, dec_tps, total;
     int n_prefill = 0, n_decode = 0;
     for (int i = 0; i < warmup + runs; ++i) {
         transcribe_result * r = nullptr;
@@ -110,18 +120,19 @@ int main(int argc, char ** argv) {
         }
         transcribe_timings t;
         transcribe_session_get_timings(session, &t);
+        vad_t.push_back(t.vad_ms);
         mel.push_back(t.mel_ms);
         enc.push_back(t.encode_ms);
         pre.push_back(t.prefill_ms);
         dec.push_back(t.decode_ms);
         pre_tps.push_back(t.prefill_ms > 0 ? 1000.0 * t.n_prefill_tokens / t.prefill_ms : 0);
         dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
-        total.push_back(t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
+        total.push_back(t.vad_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
         n_prefill = t.n_prefill_tokens;
         n_decode  = t.n_decode_tokens;
     }
     const double audio_s = double(audio.n_samples) / info.sample_rate;
-    const Stat sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
+    const Stat sv = stat_of(vad_t), sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
     const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps);
     const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
     const double rss  = peak_rss_mb();
@@ -132,12 +143,18 @@ int main(int argc, char ** argv) {
                                     {"encoder_ms", se.median}, {"prefill_ms", sp_.median}, {"decode_ms", sd.median},
                                     {"prefill_tokens_per_s", spt.median}, {"decode_tokens_per_s", sdt.median},
                                     {"x_realtime", x_rt}, {"peak_rss_mb", rss}};
+        if (vad_model) {
+            j["vad_ms"] = sv.median;
+        }
         std::printf("%s\n", j.dump().c_str());
     } else {
         std::printf("model %s on %s, %s (%.2f s of audio), %d runs after %d warm-up\n", info.name, info.backend,
                     audio_path.c_str(), audio_s, runs, warmup);
         std::printf("load      %9.1f ms\n", info.load_ms);
         std::printf("%-9s %9s %9s %9s\n", "stage", "median", "min", "max");
+        if (vad_model) {
+            std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "vad", sv.median, sv.min, sv.max);
+        }
         const std::pair<const char *, Stat> rows[] = {{"mel", sm}, {"encoder", se}, {"prefill", sp_}, {"decode", sd}, {"total", stot}};
         for (const auto & [name, s] : rows) {
             std::printf("%-9s %9.1f %9.1f %9.1f ms\n", name, s.median, s.min, s.max);
@@ -149,6 +166,7 @@ int main(int argc, char ** argv) {
     }
     transcribe_session_free(session);
     transcribe_audio_free(&audio);
+    transcribe_vad_model_free(vad_model);
     transcribe_model_free(model);
     return 0;
 }

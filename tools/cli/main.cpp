@@ -2,6 +2,7 @@
 #include "transcribe.h"
 
 #include "../common/formats.h"
+#include "../common/vad_options.h"
 
 #include <CLI/CLI.hpp>
 
@@ -60,6 +61,8 @@ int main(int argc, char ** argv) {
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
     app.add_flag("--version", show_version, "print the version and exit");
+    VadOptions vad;
+    vad.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -106,6 +109,12 @@ int main(int argc, char ** argv) {
     }
     transcribe_model_info info;
     transcribe_model_get_info(model, &info);
+    transcribe_vad_model * vad_model = nullptr;
+    if (!vad.load(&vad_model)) {
+        const int code = die(std::string("VAD model: ") + transcribe_last_error());
+        transcribe_model_free(model);
+        return code;
+    }
 
     transcribe_session_params sp = transcribe_session_params_init();
     sp.n_threads = threads;
@@ -115,12 +124,16 @@ int main(int argc, char ** argv) {
     }
     transcribe_session * session = nullptr;
     if ((st = transcribe_session_create(model, &sp, &session)) != TRANSCRIBE_OK) {
+        const int code = die(st);
+        transcribe_vad_model_free(vad_model);
         transcribe_model_free(model);
-        return die(st);
+        return code;
     }
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = max_new_tokens;
     rp.chunk_ms       = chunk_ms;
+    rp.vad            = vad_model;
+    rp.vad_params     = vad.params;
 
     std::string output;
     int exit_code = 0;
@@ -146,6 +159,7 @@ int main(int argc, char ** argv) {
         transcribe_result_free(result);
     }
     transcribe_session_free(session);
+    transcribe_vad_model_free(vad_model);
     transcribe_model_free(model);
     if (exit_code) {
         return exit_code;

@@ -108,7 +108,7 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
                 j["timings"] = {{"load_ms", timings->load_ms},       {"mel_ms", timings->mel_ms},
                                 {"encode_ms", timings->encode_ms},   {"prefill_ms", timings->prefill_ms},
                                 {"decode_ms", timings->decode_ms},   {"n_prefill_tokens", timings->n_prefill_tokens},
-                                {"n_decode_tokens", timings->n_decode_tokens}};
+                                {"n_decode_tokens", timings->n_decode_tokens}, {"vad_ms", timings->vad_ms}};
             }
             j["model"]   = model_name;
             j["version"] = transcribe_version();

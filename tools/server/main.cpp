@@ -3,6 +3,8 @@
 
 #include "server.h"
 
+#include "../common/vad_options.h"
+
 #include <CLI/CLI.hpp>
 #include <httplib.h>
 
@@ -38,6 +40,8 @@ int main(int argc, char ** argv) {
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+    transcribe_tools::VadOptions vad;
+    vad.add_to(app);
     CLI11_PARSE(app, argc, argv);
 
     ServerState st;
@@ -49,6 +53,12 @@ int main(int argc, char ** argv) {
         return 1;
     }
     transcribe_model_get_info(st.model, &st.info);
+    st.vad_params = vad.params;
+    if (!vad.load(&st.vad)) {
+        std::fprintf(stderr, "transcribe-server: error: VAD model: %s\n", transcribe_last_error());
+        transcribe_model_free(st.model);
+        return 1;
+    }
     transcribe_session_params sp = transcribe_session_params_init();
     sp.n_threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()) / parallel);
     sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
@@ -56,6 +66,7 @@ int main(int argc, char ** argv) {
         st.pool = std::make_unique<SessionPool>(st.model, parallel, queue, sp);
     } catch (const std::exception & e) {
         std::fprintf(stderr, "transcribe-server: error: %s\n", e.what());
+        transcribe_vad_model_free(st.vad);
         transcribe_model_free(st.model);
         return 1;
     }
@@ -80,6 +91,7 @@ int main(int argc, char ** argv) {
     if (bound < 0) {
         std::fprintf(stderr, "transcribe-server: error: cannot listen on %s:%d\n", host.c_str(), port);
         st.pool.reset();
+        transcribe_vad_model_free(st.vad);
         transcribe_model_free(st.model);
         return 1;
     }
@@ -90,6 +102,7 @@ int main(int argc, char ** argv) {
     std::printf("transcribe-server: stopped after %ld transcriptions (%ld aborted by clients)\n", st.served.load(),
                 st.aborted.load());
     st.pool.reset();
+    transcribe_vad_model_free(st.vad);
     transcribe_model_free(st.model);
     return 0;
 }

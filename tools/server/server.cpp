@@ -62,6 +62,8 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = st.max_new_tokens;
     rp.language       = language.empty() ? nullptr : language.c_str();
+    rp.vad            = st.vad;
+    rp.vad_params     = st.vad_params;
     transcribe_result * result = nullptr;
     const transcribe_status status = transcribe_run(lease.session(), audio.samples, audio.n_samples, &rp, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;

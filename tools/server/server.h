@@ -17,6 +17,8 @@ struct ServerState {
     transcribe_model_info        info {};
     std::unique_ptr<SessionPool> pool;
     int                          max_new_tokens = 256;
+    transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request
+    transcribe_vad_params        vad_params = transcribe_vad_params_init();
     size_t                       max_upload_bytes = 64u << 20;
     std::atomic<long>            served {0};
     std::atomic<long>            aborted {0}; // runs stopped because the client went away
