@@ -91,11 +91,11 @@ public:
     PieceRunner(Session & session, const RunOptions & options, size_t n_pieces)
         : session_(session), options_(options), n_pieces_(n_pieces) {}
 
-    Transcript run(const float * x, AudioSpan span, size_t index) {
+    Transcript run(const float * x, size_t n, size_t index) {
         RunOptions o      = options_;
         o.progress_offset = options_.progress_offset + options_.progress_scale * float(index) / float(n_pieces_);
         o.progress_scale  = options_.progress_scale / float(n_pieces_);
-        Transcript t = session_.run(x + span.begin, span.end - span.begin, o);
+        Transcript t = session_.run(x, n, o);
         const Timings & ti = session_.timings();
         total_.mel_ms += ti.mel_ms;
         total_.encode_ms += ti.encode_ms;
@@ -138,7 +138,7 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
     PieceRunner runner(session, options, pieces.size());
     Transcript out;
     for (size_t i = 0; i < pieces.size(); ++i) {
-        Transcript t = runner.run(x, pieces[i], i);
+        Transcript t = runner.run(x + pieces[i].begin, pieces[i].end - pieces[i].begin, i);
         const AudioSpan speech = trim_silence(x, pieces[i], sample_rate);
         runner.append(out, t);
         out.segments.push_back(Segment {samples_to_ms(speech.begin, sample_rate), samples_to_ms(speech.end, sample_rate),
@@ -174,33 +174,45 @@ std::vector<SpeechPiece> plan_speech_pieces(const std::vector<AudioSpan> & regio
         if (p.end <= p.begin) {
             continue;
         }
-        if (!pieces.empty() && p.end - pieces.back().span.begin <= max_len) {
-            pieces.back().span.end = p.end;
+        if (!pieces.empty() && pieces.back().samples() + (p.end - p.begin) <= max_len) {
             pieces.back().regions.push_back(p);
         } else {
-            pieces.push_back({p, {p}});
+            pieces.push_back({{p}});
         }
     }
     return pieces;
 }
 
+size_t SpeechPiece::samples() const {
+    size_t n = 0;
+    for (const AudioSpan & r : regions) {
+        n += r.end - r.begin;
+    }
+    return n;
+}
+
 std::vector<Segment> speech_segments(const Transcript & piece, const std::vector<AudioSpan> & regions,
                                      const Tokenizer & tokenizer, int sample_rate) {
-    // Words: runs of ids from one whose text starts with a space (or the first) to the next.
+    // Words: runs of ids from one whose text starts with a space (or the first) to the next; a run
+    // longer than a cue (text without spaces, as in Chinese or Japanese) is cut between ids.
     struct Word {
         std::vector<int32_t> ids;
-        size_t               chars = 0;
+        size_t               chars = 0; // UTF-8 code points
     };
     std::vector<Word> words;
     size_t total_chars = 0;
     for (int32_t id : piece.tokens) {
         const std::string bytes = tokenizer.decode_bytes({id});
-        if (words.empty() || (!bytes.empty() && bytes[0] == ' ')) {
+        size_t chars = 0;
+        for (unsigned char c : bytes) {
+            chars += (c & 0xC0) != 0x80;
+        }
+        if (words.empty() || (!bytes.empty() && bytes[0] == ' ') || words.back().chars + chars > size_t(kCueChars)) {
             words.emplace_back();
         }
         words.back().ids.push_back(id);
-        words.back().chars += bytes.size();
-        total_chars += bytes.size();
+        words.back().chars += chars;
+        total_chars += chars;
     }
     double speech = 0;
     for (const AudioSpan & r : regions) {
@@ -264,8 +276,13 @@ Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, con
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options) {
     PieceRunner runner(session, options, pieces.size());
     Transcript out;
+    std::vector<float> speech;
     for (size_t i = 0; i < pieces.size(); ++i) {
-        Transcript t = runner.run(x, pieces[i].span, i);
+        speech.clear();
+        for (const AudioSpan & r : pieces[i].regions) {
+            speech.insert(speech.end(), x + r.begin, x + r.end);
+        }
+        Transcript t = runner.run(speech.data(), speech.size(), i);
         runner.append(out, t);
         std::vector<Segment> segs = speech_segments(t, pieces[i].regions, tokenizer, sample_rate);
         out.segments.insert(out.segments.end(), std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));

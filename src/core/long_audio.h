@@ -23,22 +23,24 @@ AudioSpan trim_silence(const float * x, AudioSpan piece, int sample_rate);
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options);
 
-// What the model hears of a recording when a VAD found its speech: merged neighbouring regions.
+// What the model hears of a recording when a VAD found its speech: speech regions, back to back (the
+// silence between them cut out, as faster-whisper's VAD filter does).
 struct SpeechPiece {
-    AudioSpan              span;    // the audio the model is run on
-    std::vector<AudioSpan> regions; // the speech inside it, each becoming segments of its own
+    std::vector<AudioSpan> regions; // each becomes segments of its own
+    size_t samples() const;
 };
 
-// Pieces of at most max_len samples from speech regions (in order, not overlapping): a region longer
-// than max_len is cut at its lowest-probability chunk in the second half of each max_len stretch, then
-// neighbours are merged while the merged span fits in max_len. probs[k] covers [k * chunk, (k+1) * chunk).
+// Pieces of at most max_len samples of speech from speech regions (in order, not overlapping): a region
+// longer than max_len is cut at its lowest-probability chunk in the second half of each max_len
+// stretch, then neighbours are merged while their speech fits in max_len. probs[k] covers
+// [k * chunk, (k+1) * chunk).
 std::vector<SpeechPiece> plan_speech_pieces(const std::vector<AudioSpan> & regions, const std::vector<float> & probs,
                                             size_t chunk, size_t max_len);
 
-// Subtitle-sized segments of one speech region: the piece's words given to the regions of the piece in
+// Subtitle-sized segments of a piece's speech regions: the piece's words given to its regions in
 // proportion to their durations (the decoder gives no times within a piece; where a word's middle
-// character falls along the piece's speech time decides its region), then each region cut into cues of
-// at most kCueChars characters and kCueMs, times in proportion to characters within the region.
+// character falls along the audio the model heard decides its region), then each region cut into cues
+// of at most kCueChars characters and kCueMs, times in proportion to characters within the region.
 constexpr int kCueChars = 42;
 constexpr int kCueMs    = 7000;
 std::vector<Segment> speech_segments(const Transcript & piece, const std::vector<AudioSpan> & regions,
