@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine: system packages, the pinned ggml tree, a Release build, the bundled
-# fixture model converted to GGUF, and a first transcription of the bundled jfk.wav with it.
+# fixture model converted to GGUF, the real Silero VAD v5 fetched and converted, and a first
+# transcription of the bundled jfk.wav with both.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy
+packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy python3-onnx
           libsndfile1-dev libsoxr-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
           libcpp-httplib-dev curl clang libclang-rt-dev bc)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -22,6 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 bash scripts/fetch-ggml.sh
+bash scripts/fetch-silero-vad.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRANSCRIBE_BUILD_TESTS=ON >/dev/null
 cmake --build build -j"$(nproc)"
 
@@ -29,5 +31,8 @@ mkdir -p models
 /usr/bin/python3 scripts/convert-canary-qwen.py \
     --checkpoint tests/fixtures/canary-qwen-tiny/checkpoint --llm tests/fixtures/canary-qwen-tiny/llm \
     -o models/canary-qwen-tiny.gguf --name canary-qwen-tiny
-echo "setup: transcribing tests/fixtures/canary-qwen-tiny/audio/jfk.wav (random-weight fixture model: the words are noise)"
-build/tools/transcribe-cli -m models/canary-qwen-tiny.gguf --max-new-tokens 32 tests/fixtures/canary-qwen-tiny/audio/jfk.wav
+/usr/bin/python3 scripts/convert-silero-vad.py .deps/silero-vad/silero_vad_v5.onnx -o models/silero-vad-v5.gguf
+echo "setup: transcribing tests/fixtures/canary-qwen-tiny/audio/jfk.wav (random-weight fixture model: the words are"
+echo "       noise; the speech regions and their times come from the real Silero VAD)"
+build/tools/transcribe-cli -m models/canary-qwen-tiny.gguf --vad models/silero-vad-v5.gguf --max-new-tokens 32 \
+    --format srt tests/fixtures/canary-qwen-tiny/audio/jfk.wav

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -55,9 +56,12 @@ int main(int argc, char ** argv) {
     transcribe_vad_session * session = nullptr;
     transcribe_audio audio {};
     transcribe_vad_result * result = nullptr;
+    double detect_ms = 0;
     if ((st = transcribe_vad_session_create(model, threads, &session)) == TRANSCRIBE_OK &&
         (st = transcribe_audio_load(audio_path.c_str(), sample_rate, &audio)) == TRANSCRIBE_OK) {
+        const auto t0 = std::chrono::steady_clock::now();
         st = transcribe_vad_detect(session, audio.samples, audio.n_samples, sample_rate, &vp, &result);
+        detect_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     const int code = st == TRANSCRIBE_OK ? 0 : die(st);
     if (result) {
@@ -79,6 +83,7 @@ int main(int argc, char ** argv) {
             j["segments"] = segments;
             j["chunk_samples"] = transcribe_vad_result_chunk_samples(result);
             j["sample_rate"]   = sample_rate;
+            j["vad_ms"]        = detect_ms; // the model and segmentation, without loading or decoding audio
             std::printf("%s\n", j.dump().c_str());
         }
     }
