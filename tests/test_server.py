@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """transcribe-server end to end over loopback: formats, error codes, a bounded load run, 503 on a full
-queue. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR (wav/flac/mp3 copies of the clips)."""
+queue, --vad. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR VAD_MODEL (AUDIO_DIR: wav/flac/mp3
+copies of the clips)."""
 import concurrent.futures as cf
 import json
 import os
@@ -15,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+VAD_MODEL = sys.argv[5]
 JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
 
 
@@ -64,6 +66,26 @@ def request(base, path, body=None, content_type=None, timeout=120):
 def transcribe(base, data, name="a.wav", **fields):
     body, ctype = multipart(fields, {"file": (name, data)})
     return request(base, "/v1/audio/transcriptions", body, ctype)
+
+
+class VadServerTest(unittest.TestCase):
+    def test_segments_follow_speech(self):
+        """--vad: verbose_json segments lie inside the speech regions Silero VAD finds in jfk.wav
+        (onnxruntime's regions, from the fixture), with no segment in the silences between them."""
+        regions = [(0.290, 2.238), (3.330, 3.774), (4.002, 4.350), (5.378, 7.646), (8.162, 10.622)]
+        server = Server("--vad", VAD_MODEL, "--max-new-tokens", "64")
+        try:
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            segs = json.loads(body)["segments"]
+            self.assertGreater(len(segs), 1)
+            for seg in segs:
+                self.assertTrue(any(b - 0.001 <= seg["start"] and seg["end"] <= e + 0.001 for b, e in regions), seg)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        bad = subprocess.run([SERVER, "-m", MODEL, "--port", "0", "--vad", MODEL], capture_output=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("VAD model", bad.stderr.decode())
 
 
 class ServerTest(unittest.TestCase):
