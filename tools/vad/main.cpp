@@ -1,6 +1,8 @@
 // transcribe-vad: where the speech is in an audio file, by Silero VAD.
 #include "transcribe.h"
 
+#include "../common/tool_errors.h"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -8,19 +10,11 @@
 #include <cstdio>
 #include <string>
 
+using namespace transcribe_tools;
+
 namespace {
 
-int die(const std::string & message) {
-    std::fprintf(stderr, "transcribe-vad: error: %s\n", message.c_str());
-    return 1;
-}
-
-int die(transcribe_status st) {
-    const std::string detail = transcribe_last_error();
-    return die(std::string(transcribe_status_string(st)) + (detail.empty() ? "" : ": " + detail));
-}
-
-void quiet_log(transcribe_log_level, const char *, void *) {}
+int die(transcribe_status st) { return tool_error("transcribe-vad", st); }
 
 } // namespace
 
