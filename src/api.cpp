@@ -163,7 +163,9 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     if (req.vad) {
         if (s->vad_model != req.vad) {
             s->vad.reset();
-            s->vad       = std::make_unique<SileroVadSession>(*req.vad->impl, s->options.n_threads);
+            // One thread: the recurrence is a chain of small ops, where a second thread's barriers
+            // cost more than it computes (bench/RESULTS.md).
+            s->vad       = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
             s->vad_model = req.vad;
         }
         const auto t0 = std::chrono::steady_clock::now();
