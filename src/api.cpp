@@ -12,6 +12,7 @@
 
 #include "ggml.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,7 @@ struct transcribe_model {
 
 struct transcribe_vad_model {
     std::unique_ptr<SileroVad> impl;
+    uint64_t                   serial = 0; // unique per load: a freed model's address may come back
 };
 
 struct transcribe_vad_session {
@@ -48,8 +50,8 @@ struct transcribe_session {
     transcribe_model *       model;
     std::unique_ptr<Session> impl;
     SessionOptions           options;
-    // Made on the first run that asks for this VAD model.
-    const transcribe_vad_model *      vad_model = nullptr;
+    // Made on the first run that asks for the VAD model loaded as vad_serial.
+    uint64_t                          vad_serial = 0;
     std::unique_ptr<SileroVadSession> vad;
 };
 
@@ -117,19 +119,8 @@ struct RunRequest {
     RunOptions             options;
     int                    chunk_ms = 0;
     transcribe_vad_model * vad      = nullptr;
-    SpeechParams           speech;
+    transcribe_vad_params  speech {};
 };
-
-SpeechParams speech_params(const transcribe_vad_params & p) {
-    SpeechParams s;
-    s.threshold      = p.threshold;
-    s.neg_threshold  = p.neg_threshold;
-    s.min_speech_ms  = p.min_speech_ms;
-    s.min_silence_ms = p.min_silence_ms;
-    s.speech_pad_ms  = p.speech_pad_ms;
-    s.max_speech_s   = p.max_speech_s;
-    return s;
-}
 
 RunRequest run_request(const transcribe_run_params * p) {
     RunRequest r;
@@ -142,7 +133,7 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.chunk_ms               = p->chunk_ms;
     r.options.ignore_eos     = p->ignore_eos;
     r.vad                    = p->vad;
-    r.speech                 = speech_params(p->vad_params);
+    r.speech                 = p->vad_params;
     return r;
 }
 
@@ -161,12 +152,12 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     const RunOptions & o = req.options;
     auto r = std::make_unique<transcribe_result>();
     if (req.vad) {
-        if (s->vad_model != req.vad) {
+        if (s->vad_serial != req.vad->serial) {
             s->vad.reset();
             // One thread: the recurrence is a chain of small ops, where a second thread's barriers
             // cost more than it computes (bench/RESULTS.md).
             s->vad       = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
-            s->vad_model = req.vad;
+            s->vad_serial = req.vad->serial;
         }
         const auto t0 = std::chrono::steady_clock::now();
         const SessionOptions & so = s->options;
@@ -532,17 +523,7 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
     });
 }
 
-transcribe_vad_params transcribe_vad_params_init(void) {
-    const SpeechParams d;
-    transcribe_vad_params p;
-    p.threshold      = d.threshold;
-    p.neg_threshold  = d.neg_threshold;
-    p.min_speech_ms  = d.min_speech_ms;
-    p.min_silence_ms = d.min_silence_ms;
-    p.speech_pad_ms  = d.speech_pad_ms;
-    p.max_speech_s   = d.max_speech_s;
-    return p;
-}
+transcribe_vad_params transcribe_vad_params_init(void) { return default_speech_params(); }
 
 transcribe_status transcribe_vad_model_load(const char * path, transcribe_vad_model ** out_model) {
     return guarded([&] {
@@ -554,8 +535,10 @@ transcribe_status transcribe_vad_model_load(const char * path, transcribe_vad_mo
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_vad_model_load: no path");
         }
         init_once();
-        auto m  = std::make_unique<transcribe_vad_model>();
-        m->impl = std::make_unique<SileroVad>(path);
+        static std::atomic<uint64_t> loads {0};
+        auto m    = std::make_unique<transcribe_vad_model>();
+        m->impl   = std::make_unique<SileroVad>(path);
+        m->serial = ++loads;
         *out_model = m.release();
         return TRANSCRIBE_OK;
     });
@@ -595,7 +578,7 @@ transcribe_status transcribe_vad_detect(transcribe_vad_session * session, const 
         auto r   = std::make_unique<transcribe_vad_result>();
         r->chunk = b.chunk;
         r->probs = session->impl->run(pcm, n_samples, sample_rate);
-        r->regions = speech_regions(r->probs, size_t(b.chunk), n_samples, sample_rate, speech_params(p));
+        r->regions = speech_regions(r->probs, size_t(b.chunk), n_samples, sample_rate, p);
         r->state = session->impl->state();
         *out_result = r.release();
         return TRANSCRIBE_OK;

@@ -56,7 +56,7 @@ TEST_P(VadClips, ProbabilitiesStateAndSegmentsMatchOnnxruntime) {
         const NpyArray state = npy_read(kFixture + "/v5/" + clip + ".state.npy"); // [2, 1, 128]: h, then c
         EXPECT_LE(scaled_diff(session.state(), state.f32), 1e-4f) << clip;
 
-        const std::vector<AudioSpan> regions = speech_regions(probs, 512, pcm.size(), 16000, SpeechParams {});
+        const std::vector<AudioSpan> regions = speech_regions(probs, 512, pcm.size(), 16000, default_speech_params());
         const nlohmann::json golden = segments_golden();
         const nlohmann::json & want = golden["clips"][clip]["segments"];
         ASSERT_EQ(regions.size(), want.size()) << clip;
@@ -128,7 +128,7 @@ TEST(SileroVad, EightKilohertzBranchRuns) {
     SileroVadSession session(vad_model(), 1);
     const std::vector<float> probs = session.run(pcm.data(), pcm.size(), 8000);
     ASSERT_EQ(probs.size(), (pcm.size() + 255) / 256);
-    const std::vector<AudioSpan> regions = speech_regions(probs, 256, pcm.size(), 8000, SpeechParams {});
+    const std::vector<AudioSpan> regions = speech_regions(probs, 256, pcm.size(), 8000, default_speech_params());
     ASSERT_FALSE(regions.empty());
     EXPECT_NEAR(double(regions.front().begin) / 8000, 0.29, 0.15);
     EXPECT_NEAR(double(regions.back().end) / 8000, 10.62, 0.3);
@@ -179,7 +179,7 @@ TEST(SpeechRegions, MaxSpeechCutsWithoutAPause) {
     // 100 chunks of speech, max 1 s: max_speech = 16000 - 512 - 2 * 480 = 14528 samples, so the region
     // is cut at chunk 29 (14848), restarts at 30 (15360), and so on; the 512-sample gaps are then
     // shared by the padding (256 each side).
-    SpeechParams p;
+    transcribe_vad_params p = default_speech_params();
     p.max_speech_s = 1.0f;
     const std::vector<float> probs(100, 0.9f);
     const std::vector<std::pair<size_t, size_t>> want = {{0, 15104}, {15104, 30464}, {30464, 45824}, {45824, 51200}};
@@ -192,7 +192,7 @@ TEST(SpeechRegions, MaxSpeechCutsAtThePause) {
     // Speech, 6 chunks below neg_threshold (3072 samples: over 98 ms, under min_silence 1000 ms, so the
     // region goes on), speech again; max 2 s (30528 samples) is passed at chunk 60 and the region is
     // cut where the pause began (10240), the next one starting where speech resumed (13312).
-    SpeechParams p;
+    transcribe_vad_params p = default_speech_params();
     p.max_speech_s   = 2.0f;
     p.min_silence_ms = 1000;
     std::vector<float> probs(70, 0.9f);
@@ -215,8 +215,8 @@ TEST(SpeechRegions, ThresholdsAndShortSpeech) {
     }
     // Second region: starts 10240, ends where 0.0 begins (15360) after 4 chunks of silence (2048 >= 1600).
     const std::vector<std::pair<size_t, size_t>> want = {{10240 - 480, 15360 + 480}};
-    EXPECT_EQ(spans(speech_regions(probs, 512, 40 * 512, 16000, SpeechParams {})), want);
-    SpeechParams bad;
+    EXPECT_EQ(spans(speech_regions(probs, 512, 40 * 512, 16000, default_speech_params())), want);
+    transcribe_vad_params bad = default_speech_params();
     bad.threshold = 1.5f;
     EXPECT_THROW(speech_regions(probs, 512, 40 * 512, 16000, bad), Error);
 }

@@ -8,9 +8,20 @@
 
 namespace transcribe {
 
+transcribe_vad_params default_speech_params() {
+    transcribe_vad_params p;
+    p.threshold      = 0.5f;  // a chunk at or above starts / continues speech
+    p.neg_threshold  = -1.0f; // speech ends below it; < 0: max(threshold - 0.15, 0.01)
+    p.min_speech_ms  = 250;   // shorter regions are dropped
+    p.min_silence_ms = 100;   // shorter silences do not end a region
+    p.speech_pad_ms  = 30;    // regions widened by this, halving gaps narrower than twice it
+    p.max_speech_s   = 0.0f;  // longer regions are cut (at a silence of > 98 ms if any); <= 0: no limit
+    return p;
+}
+
 // Upstream compares float32 probabilities as doubles and sizes in (fractional) samples; so does this.
 std::vector<AudioSpan> speech_regions(const std::vector<float> & probs, size_t chunk, size_t n_samples,
-                                         int sample_rate, const SpeechParams & p) {
+                                         int sample_rate, const transcribe_vad_params & p) {
     if (!(p.threshold > 0.0f && p.threshold < 1.0f) || p.neg_threshold >= 1.0f || p.min_speech_ms < 0 ||
         p.min_silence_ms < 0 || p.speech_pad_ms < 0 || !std::isfinite(p.max_speech_s)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "VAD parameters out of range (threshold %g, neg_threshold %g, min_speech_ms %d, "
