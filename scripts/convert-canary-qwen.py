@@ -21,20 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-GGUF_PY = Path(os.environ.get("TRANSCRIBE_GGUF_PY", ROOT / ".deps" / "llama.cpp" / "gguf-py"))
-sys.path.insert(0, str(GGUF_PY))
-try:
-    import gguf  # noqa: E402
-except ImportError as exc:  # pragma: no cover - environment problem
-    sys.exit(f"error: gguf-py not found at {GGUF_PY} ({exc}); run scripts/fetch-ggml.sh")
+from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_frontend_keys, as_f32, gguf,
+                            nemo_encoder_hparams, plan_frontend, run_converter)
 
 ARCH = "canary_qwen"
 AUDIO_TAG_ID = 151669
@@ -42,10 +36,6 @@ PROMPT_PREFIX = [151644, 872, 198, 3167, 3114, 279, 2701, 25, 220]  # <|im_start
 PROMPT_SUFFIX = [151645, 198, 151644, 77091, 198]                   # <|im_end|>\n<|im_start|>assistant\n
 LLM_PREFIX = "llm.base_model.model.model."
 ENC_PREFIX = "perception.encoder."
-
-
-class ConvertError(Exception):
-    pass
 
 
 # ----------------------------------------------------------------------------- safetensors
@@ -75,8 +65,8 @@ class SafeTensors:
         self.size = size
         self.path = path
 
-    def names(self):
-        return self.header.keys()
+    def has(self, name: str) -> bool:
+        return name in self.header
 
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.header[name]["shape"])
@@ -99,58 +89,7 @@ class SafeTensors:
         return arr.reshape(info["shape"]), dt
 
     def f32(self, name: str) -> np.ndarray:
-        arr, dt = self.raw(name)
-        if dt == "BF16":
-            return (arr.astype(np.uint32) << 16).view(np.float32)
-        return arr.astype(np.float32)
-
-
-def bf16_bits_from_f32(x: np.ndarray) -> np.ndarray:
-    """Round-to-nearest-even F32 -> BF16 bit patterns (exact for values that already are BF16)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
-
-
-# ----------------------------------------------------------------------------- plan
-
-class Plan:
-    """Ordered list of output tensors; each one produced lazily when written."""
-
-    def __init__(self, st: SafeTensors, outtype: str):
-        self.st = st
-        self.outtype = outtype
-        self.items: list[tuple[str, tuple[int, ...], str, object]] = []  # (name, shape, kind, producer)
-
-    def need(self, name: str, shape: tuple[int, ...] | None = None) -> str:
-        if name not in self.st.header:
-            raise ConvertError(f"missing tensor in checkpoint: {name}")
-        if shape is not None and self.st.shape(name) != shape:
-            raise ConvertError(f"tensor {name} has shape {list(self.st.shape(name))}, expected {list(shape)}")
-        return name
-
-    def f32(self, out: str, src: str, shape=None, reshape=None):
-        self.need(src, shape)
-        final = reshape if reshape is not None else self.st.shape(src)
-        self.items.append((out, tuple(final), "f32", lambda: self.st.f32(src).reshape(final)))
-
-    def matrix(self, out: str, src: str, shape=None, reshape=None):
-        """A weight used by mul_mat: stored in --outtype."""
-        self.need(src, shape)
-        final = reshape if reshape is not None else self.st.shape(src)
-
-        def produce():
-            arr, dt = self.st.raw(src)
-            arr = arr.reshape(final)
-            if self.outtype == "bf16":
-                return arr if dt == "BF16" else bf16_bits_from_f32(arr.astype(np.float32))
-            x = self.st.f32(src).reshape(final)
-            return x.astype(np.float16) if self.outtype == "f16" else x
-
-        self.items.append((out, tuple(final), self.outtype, produce))
-
-    def custom(self, out: str, shape, kind: str, producer):
-        self.items.append((out, tuple(shape), kind, producer))
+        return as_f32(*self.raw(name))
 
 
 # ----------------------------------------------------------------------------- config
@@ -173,15 +112,7 @@ def salm_hparams(cfg: dict, path: Path) -> dict:
         out_dim = perc["output_dim"]
     except (KeyError, TypeError) as exc:
         raise ConvertError(f"{path}: not a NeMo SALM config (missing key {exc})") from None
-    if enc.get("self_attention_model") != "rel_pos" or enc.get("subsampling") != "dw_striding":
-        raise ConvertError(f"{path}: unsupported encoder (self_attention_model={enc.get('self_attention_model')}, "
-                           f"subsampling={enc.get('subsampling')})")
-    if enc.get("subsampling_factor") != 8:
-        raise ConvertError(f"{path}: unsupported subsampling_factor {enc.get('subsampling_factor')}")
-    if pre.get("normalize") != "per_feature":
-        raise ConvertError(f"{path}: unsupported mel normalisation {pre.get('normalize')}")
-    if enc.get("xscaling"):
-        raise ConvertError(f"{path}: xscaling=true is not supported")
+    hp = nemo_encoder_hparams(pre, enc, str(path))
     if tag != "<|audioplaceholder|>":
         raise ConvertError(f"{path}: unexpected audio_locator_tag {tag!r}")
     r, alpha = int(lora["r"]), float(lora["lora_alpha"])
@@ -190,21 +121,8 @@ def salm_hparams(cfg: dict, path: Path) -> dict:
     targets = set(lora.get("target_modules", []))
     if not targets <= {"q_proj", "v_proj"}:
         raise ConvertError(f"{path}: LoRA target modules {sorted(targets)} not supported (q_proj, v_proj)")
-    sr = int(pre["sample_rate"])
     return {
-        "sample_rate": sr,
-        "n_fft": int(pre["n_fft"]),
-        "win_length": int(round(pre["window_size"] * sr)),
-        "hop_length": int(round(pre["window_stride"] * sr)),
-        "n_mels": int(pre["features"]),
-        "d_model": int(enc["d_model"]),
-        "n_layers": int(enc["n_layers"]),
-        "n_heads": int(enc["n_heads"]),
-        "ff_dim": int(enc["d_model"]) * int(enc["ff_expansion_factor"]),
-        "conv_kernel": int(enc["conv_kernel_size"]),
-        "sub_channels": int(enc["subsampling_conv_channels"]),
-        "feat_in": int(enc["feat_in"]),
-        "untie_biases": bool(enc.get("untie_biases", True)),
+        **hp,
         "output_dim": int(out_dim),
         "lora_scale": alpha / r,
         "lora_targets": targets,
@@ -264,52 +182,8 @@ def load_tokenizer(llm_dir: Path, vocab_size: int):
 
 def build_plan(st: SafeTensors, hp: dict, lm: dict, outtype: str) -> Plan:
     p = Plan(st, outtype)
-    d, C, nm = hp["d_model"], hp["sub_channels"], hp["n_mels"]
-    n_fft = hp["n_fft"]
-
-    # mel frontend buffers from the checkpoint (BF16-rounded values matter, see spec 3.1)
-    p.f32("mel.filterbank", "perception.preprocessor.featurizer.fb", (1, nm, n_fft // 2 + 1), (nm, n_fft // 2 + 1))
-    p.f32("mel.window", "perception.preprocessor.featurizer.window", (hp["win_length"],))
-
-    # dw_striding subsampling
-    sub = ENC_PREFIX + "pre_encode."
-    p.f32("enc.sub.conv0.weight", sub + "conv.0.weight", (C, 1, 3, 3))
-    p.f32("enc.sub.conv0.bias", sub + "conv.0.bias", (C,))
-    for src, dst in (("2", "dw1"), ("5", "dw2")):
-        p.f32(f"enc.sub.{dst}.weight", sub + f"conv.{src}.weight", (C, 1, 3, 3))
-        p.f32(f"enc.sub.{dst}.bias", sub + f"conv.{src}.bias", (C,))
-    for src, dst in (("3", "pw1"), ("6", "pw2")):
-        p.f32(f"enc.sub.{dst}.weight", sub + f"conv.{src}.weight", (C, C, 1, 1), (C, C))
-        p.f32(f"enc.sub.{dst}.bias", sub + f"conv.{src}.bias", (C,))
-    freq_out = nm // 8
-    p.matrix("enc.sub.out.weight", sub + "out.weight", (d, C * freq_out))
-    p.f32("enc.sub.out.bias", sub + "out.bias", (d,))
-
-    ff, H = hp["ff_dim"], hp["n_heads"]
-    for i in range(hp["n_layers"]):
-        s, o = f"{ENC_PREFIX}layers.{i}.", f"enc.blk.{i}."
-        for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
-            p.f32(o + norm + ".weight", s + norm + ".weight", (d,))
-            p.f32(o + norm + ".bias", s + norm + ".bias", (d,))
-        for ffn in ("feed_forward1", "feed_forward2"):
-            p.matrix(o + ffn + ".up.weight", s + ffn + ".linear1.weight", (ff, d))
-            p.f32(o + ffn + ".up.bias", s + ffn + ".linear1.bias", (ff,))
-            p.matrix(o + ffn + ".down.weight", s + ffn + ".linear2.weight", (d, ff))
-            p.f32(o + ffn + ".down.bias", s + ffn + ".linear2.bias", (d,))
-        for lin in ("q", "k", "v", "out"):
-            p.matrix(o + f"attn.{lin}.weight", s + f"self_attn.linear_{lin}.weight", (d, d))
-            p.f32(o + f"attn.{lin}.bias", s + f"self_attn.linear_{lin}.bias", (d,))
-        p.matrix(o + "attn.pos.weight", s + "self_attn.linear_pos.weight", (d, d))
-        p.f32(o + "attn.pos_bias_u", s + "self_attn.pos_bias_u", (H, d // H))
-        p.f32(o + "attn.pos_bias_v", s + "self_attn.pos_bias_v", (H, d // H))
-        p.matrix(o + "conv.pw1.weight", s + "conv.pointwise_conv1.weight", (2 * d, d, 1), (2 * d, d))
-        p.f32(o + "conv.pw1.bias", s + "conv.pointwise_conv1.bias", (2 * d,))
-        p.f32(o + "conv.dw.weight", s + "conv.depthwise_conv.weight", (d, 1, hp["conv_kernel"]), (d, hp["conv_kernel"]))
-        p.f32(o + "conv.dw.bias", s + "conv.depthwise_conv.bias", (d,))
-        for bn in ("weight", "bias", "running_mean", "running_var"):
-            p.f32(o + f"conv.bn.{bn}", s + f"conv.batch_norm.{bn}", (d,))
-        p.matrix(o + "conv.pw2.weight", s + "conv.pointwise_conv2.weight", (d, d, 1), (d, d))
-        p.f32(o + "conv.pw2.bias", s + "conv.pointwise_conv2.bias", (d,))
+    plan_frontend(p, hp, "perception.preprocessor.", ENC_PREFIX)
+    d = hp["d_model"]
 
     p.matrix("proj.weight", "perception.proj.weight", (lm["hidden"], d))
     p.f32("proj.bias", "perception.proj.bias", (lm["hidden"],))
@@ -350,13 +224,6 @@ def build_plan(st: SafeTensors, hp: dict, lm: dict, outtype: str) -> Plan:
     return p
 
 
-KIND_TO_GGML = {
-    "f32": (np.float32, gguf.GGMLQuantizationType.F32, 4),
-    "f16": (np.float16, gguf.GGMLQuantizationType.F16, 2),
-    "bf16": (np.uint16, gguf.GGMLQuantizationType.BF16, 2),
-}
-
-
 def convert(args) -> None:
     ckpt, llm_dir = Path(args.checkpoint), Path(args.llm)
     if not ckpt.is_dir():
@@ -376,27 +243,9 @@ def convert(args) -> None:
     out = Path(args.outfile)
     w = gguf.GGUFWriter(str(out), ARCH)
     w.add_name(args.name)
-    w.add_file_type({"f32": 0, "f16": 1, "bf16": 32}[args.outtype])
+    w.add_file_type(FILE_TYPE[args.outtype])
     a = ARCH + "."
-    # mel frontend (generic keys so every family that uses NeMo's preprocessor reads the same ones)
-    w.add_uint32("mel.sample_rate", hp["sample_rate"])
-    w.add_uint32("mel.n_fft", hp["n_fft"])
-    w.add_uint32("mel.win_length", hp["win_length"])
-    w.add_uint32("mel.hop_length", hp["hop_length"])
-    w.add_uint32("mel.n_mels", hp["n_mels"])
-    w.add_float32("mel.preemph", 0.97)
-    w.add_float32("mel.log_guard", 2.0 ** -24)
-    w.add_float32("mel.norm_eps", 1e-5)
-    # FastConformer encoder
-    w.add_uint32("encoder.n_layers", hp["n_layers"])
-    w.add_uint32("encoder.d_model", hp["d_model"])
-    w.add_uint32("encoder.n_heads", hp["n_heads"])
-    w.add_uint32("encoder.ff_dim", hp["ff_dim"])
-    w.add_uint32("encoder.conv_kernel", hp["conv_kernel"])
-    w.add_uint32("encoder.sub_channels", hp["sub_channels"])
-    w.add_uint32("encoder.subsampling_factor", 8)
-    w.add_float32("encoder.layer_norm_eps", 1e-5)
-    w.add_float32("encoder.batch_norm_eps", 1e-5)
+    add_frontend_keys(w, hp)
     # Qwen3
     w.add_uint32("llm.n_layers", lm["n_layers"])
     w.add_uint32("llm.hidden", lm["hidden"])
@@ -427,20 +276,7 @@ def convert(args) -> None:
     w.add_pad_token_id(151643)
     w.add_array("tokenizer.drop_ids", [151645, 151643, AUDIO_TAG_ID])  # what NeMo drops from transcripts
 
-    for name, shape, kind, _ in plan.items:
-        np_dt, ggml_t, width = KIND_TO_GGML[kind]
-        w.add_tensor_info(name, shape, np.dtype(np_dt), int(np.prod(shape)) * width, raw_dtype=ggml_t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    for name, shape, kind, produce in plan.items:
-        np_dt = KIND_TO_GGML[kind][0]
-        arr = np.ascontiguousarray(produce(), dtype=np_dt)
-        if arr.shape != shape:
-            raise ConvertError(f"internal: {name} produced {arr.shape}, expected {shape}")
-        w.write_tensor_data(arr)
-        del arr
-    w.close()
+    plan.write(w)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, "
           f"LoRA scale {hp['lora_scale']:g}, outtype {args.outtype})")
 
@@ -450,20 +286,9 @@ def main() -> int:
     ap.add_argument("--checkpoint", required=True, help="canary-qwen-2.5b folder (config.json, model.safetensors)")
     ap.add_argument("--llm", required=True, help="Qwen3-1.7B folder (config.json, vocab.json, merges.txt, tokenizer_config.json)")
     ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
-    ap.add_argument("--outtype", choices=["bf16", "f16", "f32"], default="bf16")
+    ap.add_argument("--outtype", choices=OUTTYPES, default="bf16")
     ap.add_argument("--name", default="canary-qwen-2.5b")
-    args = ap.parse_args()
-    try:
-        convert(args)
-    except ConvertError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        try:
-            if Path(args.outfile).exists():
-                Path(args.outfile).unlink()
-        except OSError:
-            pass
-        return 1
-    return 0
+    return run_converter(convert, ap.parse_args())
 
 
 if __name__ == "__main__":

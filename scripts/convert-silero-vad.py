@@ -17,19 +17,12 @@ Uses python3-onnx, numpy and the gguf-py package of the fetched llama.cpp tree.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-GGUF_PY = Path(os.environ.get("TRANSCRIBE_GGUF_PY", ROOT / ".deps" / "llama.cpp" / "gguf-py"))
-sys.path.insert(0, str(GGUF_PY))
-try:
-    import gguf  # noqa: E402
-except ImportError as exc:  # pragma: no cover - environment problem
-    sys.exit(f"error: gguf-py not found at {GGUF_PY} ({exc}); run scripts/fetch-ggml.sh")
+from convert_common import ConvertError, gguf, run_converter
 
 ARCH = "silero_vad"
 HIDDEN = 128
@@ -53,10 +46,6 @@ TENSORS = {
     "head.weight": ("decoder.decoder.2.weight", lambda nf: (1, HIDDEN, 1)),
     "head.bias": ("decoder.decoder.2.bias", lambda nf: (1,)),
 }
-
-
-class ConvertError(Exception):
-    pass
 
 
 def branch_constants(graph, onnx, numpy_helper) -> dict[str, np.ndarray]:
@@ -153,13 +142,7 @@ def main() -> int:
     ap.add_argument("onnx", help="silero_vad_v5.onnx (scripts/fetch-silero-vad.sh fetches it)")
     ap.add_argument("-o", "--outfile", required=True, help="output GGUF")
     ap.add_argument("--name", default="", help="general.name (default: from the file name)")
-    args = ap.parse_args()
-    try:
-        convert(args)
-    except ConvertError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_converter(convert, ap.parse_args())
 
 
 if __name__ == "__main__":

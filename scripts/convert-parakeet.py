@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Convert an NVIDIA Parakeet-TDT `.nemo` archive (EncDecRNNTBPEModel, TDT loss) into one transcribe GGUF.
+
+Reads the tar, the YAML config, the torch.save'd state dict (restricted unpickler, no torch) and the
+SentencePiece model (python3-sentencepiece); no NeMo. Storage: the FastConformer as for every NeMo
+encoder (convert_common.plan_frontend); prediction-net embedding, LSTM and joint matrices in --outtype,
+their biases in F32 (each LSTM layer's two biases summed: the cell only ever adds both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import unicodedata
+from pathlib import Path
+
+from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_frontend_keys, gguf, nemo_encoder_hparams,
+                            plan_frontend, run_converter)
+from nemo_archive import NemoArchive
+
+ARCH = "parakeet_tdt"
+MAX_AUDIO_MS = 120000  # per run; longer recordings are cut at pauses (attention memory grows as T^2)
+
+
+def tdt_hparams(cfg: dict, where: str) -> dict:
+    try:
+        dec, joint = cfg["decoder"], cfg["joint"]
+        pred, jn = dec["prednet"], joint["jointnet"]
+        decoding = cfg.get("decoding") or {}
+        durations = (cfg.get("model_defaults") or {}).get("tdt_durations") or decoding.get("durations")
+        if not durations:
+            raise ConvertError(f"{where}: no TDT durations (model_defaults.tdt_durations): not a TDT model")
+        if decoding.get("model_type", "tdt") != "tdt":
+            raise ConvertError(f"{where}: decoding.model_type {decoding.get('model_type')!r} is not tdt")
+        if jn.get("activation", "relu") != "relu":
+            raise ConvertError(f"{where}: joint activation {jn.get('activation')!r} is not supported (relu)")
+        if dec.get("normalization_mode") not in (None, "null"):
+            raise ConvertError(f"{where}: prediction-net normalization {dec.get('normalization_mode')!r} is not supported")
+        if not dec.get("blank_as_pad", True):
+            raise ConvertError(f"{where}: blank_as_pad=false is not supported")
+        hp = {
+            "vocab": int(dec["vocab_size"]),
+            "pred_hidden": int(pred["pred_hidden"]),
+            "pred_layers": int(pred["pred_rnn_layers"]),
+            "joint_hidden": int(jn["joint_hidden"]),
+            "durations": [int(d) for d in durations],
+            "max_symbols": int(((decoding.get("greedy") or {}).get("max_symbols")) or 10),
+        }
+        if int(joint["num_classes"]) != hp["vocab"] or int(joint.get("num_extra_outputs", 0)) != len(durations):
+            raise ConvertError(f"{where}: joint outputs ({joint['num_classes']} + {joint.get('num_extra_outputs')}) "
+                               f"do not match vocab {hp['vocab']} + {len(durations)} durations")
+        if sorted(set(hp["durations"])) != hp["durations"] or hp["durations"][0] < 0:
+            raise ConvertError(f"{where}: durations {hp['durations']} must be distinct, ascending, >= 0")
+        return hp
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConvertError(f"{where}: not a Parakeet-TDT config (missing or invalid {exc})") from None
+
+
+def load_tokenizer(nemo: NemoArchive, vocab: int):
+    """SentencePiece pieces, scores, types; and NeMo's supported punctuation (Unicode category P characters of
+    the pieces that are not <..>, [..], ##.. or ▁.. pieces)."""
+    try:
+        import sentencepiece as spm
+    except ImportError as exc:
+        raise ConvertError(f"python3-sentencepiece is needed to read the tokenizer ({exc})")
+    tok = nemo.config.get("tokenizer") or {}
+    if tok.get("type", "bpe") != "bpe" or not tok.get("model_path"):
+        raise ConvertError(f"{nemo.path}: tokenizer type {tok.get('type')!r} / model_path not supported (SentencePiece bpe)")
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.LoadFromSerializedProto(nemo.member(tok["model_path"]))
+    except RuntimeError as exc:
+        raise ConvertError(f"{nemo.path}: unreadable SentencePiece model ({exc})")
+    if sp.get_piece_size() != vocab:
+        raise ConvertError(f"{nemo.path}: tokenizer has {sp.get_piece_size()} pieces, the decoder {vocab}")
+    pieces = [sp.id_to_piece(i) for i in range(vocab)]
+    scores = [float(sp.get_score(i)) for i in range(vocab)]
+    types = []
+    for i in range(vocab):
+        if sp.is_unknown(i):
+            types.append(gguf.TokenType.UNKNOWN)
+        elif sp.is_control(i):
+            types.append(gguf.TokenType.CONTROL)
+        elif sp.is_byte(i):
+            types.append(gguf.TokenType.BYTE)
+        elif sp.is_unused(i):
+            types.append(gguf.TokenType.UNUSED)
+        else:
+            types.append(gguf.TokenType.NORMAL)
+    punct = sorted({c for p in pieces
+                    if not (p.startswith("<") and p.endswith(">")) and not (p.startswith("[") and p.endswith("]"))
+                    and not p.startswith("##") and not p.startswith("\u2581")
+                    for c in p if unicodedata.category(c).startswith("P")})
+    return pieces, scores, types, punct, sp.unk_id()
+
+
+def build_plan(src, enc: dict, tdt: dict, outtype: str) -> Plan:
+    p = Plan(src, outtype)
+    plan_frontend(p, enc, "preprocessor.", "encoder.")
+    V, P, J, D, L = tdt["vocab"], tdt["pred_hidden"], tdt["joint_hidden"], enc["d_model"], tdt["pred_layers"]
+    pred = "decoder.prediction."
+    p.matrix("pred.embd.weight", pred + "embed.weight", (V + 1, P))
+    for layer in range(L):
+        s, o = f"{pred}dec_rnn.lstm.", f"pred.lstm.{layer}."
+        p.matrix(o + "w_ih", s + f"weight_ih_l{layer}", (4 * P, P))
+        p.matrix(o + "w_hh", s + f"weight_hh_l{layer}", (4 * P, P))
+        b_ih, b_hh = p.need(s + f"bias_ih_l{layer}", (4 * P,)), p.need(s + f"bias_hh_l{layer}", (4 * P,))
+        p.custom(o + "bias", (4 * P,), "f32", lambda b_ih=b_ih, b_hh=b_hh: p.read_f32(b_ih) + p.read_f32(b_hh))
+    p.matrix("joint.enc.weight", "joint.enc.weight", (J, D))
+    p.f32("joint.enc.bias", "joint.enc.bias", (J,))
+    p.matrix("joint.pred.weight", "joint.pred.weight", (J, P))
+    p.f32("joint.pred.bias", "joint.pred.bias", (J,))
+    n_out = V + 1 + len(tdt["durations"])
+    p.matrix("joint.out.weight", "joint.joint_net.2.weight", (n_out, J))
+    p.f32("joint.out.bias", "joint.joint_net.2.bias", (n_out,))
+    return p
+
+
+def convert(args) -> None:
+    nemo = NemoArchive(Path(args.nemo))
+    cfg = nemo.config
+    where = f"{nemo.path}:model_config.yaml"
+    if "preprocessor" not in cfg or "encoder" not in cfg:
+        raise ConvertError(f"{where}: no preprocessor/encoder section: not an ASR model config")
+    enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
+    tdt = tdt_hparams(cfg, where)
+    pieces, scores, types, punct, unk_id = load_tokenizer(nemo, tdt["vocab"])
+    plan = build_plan(nemo.checkpoint(), enc, tdt, args.outtype)
+
+    out = Path(args.outfile)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    w = gguf.GGUFWriter(str(out), ARCH)
+    w.add_name(args.name or Path(args.nemo).stem)
+    w.add_file_type(FILE_TYPE[args.outtype])
+    add_frontend_keys(w, enc)
+    a = ARCH + "."
+    w.add_uint32(a + "vocab_size", tdt["vocab"])
+    w.add_uint32(a + "blank_id", tdt["vocab"])
+    w.add_uint32(a + "pred_hidden", tdt["pred_hidden"])
+    w.add_uint32(a + "pred_layers", tdt["pred_layers"])
+    w.add_uint32(a + "joint_hidden", tdt["joint_hidden"])
+    w.add_array(a + "durations", tdt["durations"])
+    w.add_uint32(a + "max_symbols", tdt["max_symbols"])
+    w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
+    w.add_array(a + "punctuation", punct)
+    w.add_array(a + "segment_separators", [".", "?", "!"])  # NeMo's decoding default
+    w.add_array(a + "languages", list(cfg.get("languages") or ["en"]))
+    w.add_tokenizer_model("llama")  # SentencePiece
+    w.add_token_list(pieces)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(unk_id)
+    plan.write(w)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocab {tdt['vocab']} + blank, "
+          f"durations {tdt['durations']}, outtype {args.outtype})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nemo", required=True, help="the model's .nemo archive")
+    ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
+    ap.add_argument("--outtype", choices=OUTTYPES, default="bf16")
+    ap.add_argument("--name", default="", help="general.name (default: the archive's file name)")
+    return run_converter(convert, ap.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
