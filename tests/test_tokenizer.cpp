@@ -1,7 +1,7 @@
 // The tokenizer against the reference suite shipped with the ggml tree (models/ggml-vocab-qwen2.gguf
 // with its .inp/.out vectors) and against the Canary-Qwen prompt ids of the spec.
 #include "core/model_file.h"
-#include "core/tokenizer.h"
+#include "core/bpe_tokenizer.h"
 #include "support.h"
 
 #include <gtest/gtest.h>
@@ -11,16 +11,16 @@
 #include <sstream>
 
 using transcribe::ModelFile;
-using transcribe::Tokenizer;
+using transcribe::BpeTokenizer;
 
 namespace {
 
 const std::string kVocab = std::string(LLAMA_DIR) + "/models/ggml-vocab-qwen2.gguf";
 
-const Tokenizer & qwen2_vocab() {
-    static const Tokenizer t = [] {
+const BpeTokenizer & qwen2_vocab() {
+    static const BpeTokenizer t = [] {
         ModelFile f(kVocab, {true});
-        return Tokenizer::from_file(f);
+        return BpeTokenizer::from_file(f);
     }();
     return t;
 }
@@ -91,7 +91,7 @@ TEST(Tokenizer, Canary_prompt_text_matches_spec_ids) {
 
 TEST(Tokenizer, Converted_fixture_model_has_the_same_tokenizer) {
     ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
-    const Tokenizer t = Tokenizer::from_file(f);
+    const BpeTokenizer t = BpeTokenizer::from_file(f);
     for (const auto & c : vocab_cases()) {
         EXPECT_EQ(t.encode(c.text), c.ids) << "input [" << c.text << "]";
     }
@@ -99,7 +99,7 @@ TEST(Tokenizer, Converted_fixture_model_has_the_same_tokenizer) {
 
 TEST(Tokenizer, Special_tokens_are_never_parsed_from_text) {
     ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
-    const Tokenizer t = Tokenizer::from_file(f);
+    const BpeTokenizer t = BpeTokenizer::from_file(f);
     for (int32_t id : t.encode("<|im_end|><|audioplaceholder|>")) {
         EXPECT_LT(id, 151643);
     }
@@ -108,7 +108,7 @@ TEST(Tokenizer, Special_tokens_are_never_parsed_from_text) {
 
 TEST(Tokenizer, Decode_drops_what_nemo_drops_and_keeps_other_added_tokens) {
     ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
-    const Tokenizer t = Tokenizer::from_file(f);
+    const BpeTokenizer t = BpeTokenizer::from_file(f);
     const auto hello = t.encode(" hello");
     std::vector<int32_t> ids = {151644};
     ids.insert(ids.end(), hello.begin(), hello.end());
@@ -120,7 +120,7 @@ TEST(Tokenizer, Decode_drops_what_nemo_drops_and_keeps_other_added_tokens) {
 
 TEST(Tokenizer, Golden_transcripts_decode_like_nemo) {
     ModelFile f(test::model("canary-qwen-tiny-bf16.gguf"), {true});
-    const Tokenizer t = Tokenizer::from_file(f);
+    const BpeTokenizer t = BpeTokenizer::from_file(f);
     for (const char * clip : test::kClips) {
         std::ifstream in(test::fixture(std::string("golden/") + clip + "/text.txt"), std::ios::binary);
         std::stringstream ss;

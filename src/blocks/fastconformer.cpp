@@ -67,6 +67,7 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
     hp.ln_eps       = f.get_f32("encoder.layer_norm_eps");
     hp.bn_eps       = f.get_f32("encoder.batch_norm_eps");
     hp.n_mels       = n_mels;
+    hp.xscaling     = f.get_bool("encoder.xscaling", false);
     if (f.get_u32("encoder.subsampling_factor") != 8) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: only subsampling factor 8 is supported", f.path().c_str());
     }
@@ -80,7 +81,7 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
 FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p) : hp_(hp) {
     const int64_t C = hp.sub_channels, d = hp.d_model, ff = hp.ff_dim, H = hp.n_heads, K = hp.conv_kernel;
     auto lin = [&](const std::string & name, int64_t in, int64_t out) {
-        return Linear {f.matmul_weight(name + ".weight", {in, out}), f.tensor(name + ".bias", {out}, F32)};
+        return Linear {f.matmul_weight(name + ".weight", {in, out}), f.optional_tensor(name + ".bias", {out}, F32)};
     };
     auto norm = [&](const std::string & name) {
         return Norm {f.tensor(name + ".weight", {d}, F32), f.tensor(name + ".bias", {d}, F32)};
@@ -114,7 +115,7 @@ FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & h
         l.pw1  = lin(b + "conv.pw1", d, 2 * d);
         l.pw2  = lin(b + "conv.pw2", d, d);
         l.dw_w = f.tensor(b + "conv.dw.weight", {K, d}, F32);
-        l.dw_b = f.tensor(b + "conv.dw.bias", {d}, F32);
+        l.dw_b = f.optional_tensor(b + "conv.dw.bias", {d}, F32);
         l.bn_w    = f.tensor(b + "conv.bn.weight", {d}, F32);
         l.bn_b    = f.tensor(b + "conv.bn.bias", {d}, F32);
         l.bn_mean = f.tensor(b + "conv.bn.running_mean", {d}, F32);
@@ -145,7 +146,7 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     }
     ggml_backend_buffer_set_usage(folded_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     for (Layer & l : layers_) {
-        std::vector<float> w = f.read_f32(l.dw_w), b = f.read_f32(l.dw_b);
+        std::vector<float> w = f.read_f32(l.dw_w), b = l.dw_b ? f.read_f32(l.dw_b) : std::vector<float>(size_t(d), 0.0f);
         const std::vector<float> g = f.read_f32(l.bn_w), beta = f.read_f32(l.bn_b), mean = f.read_f32(l.bn_mean),
                                  var = f.read_f32(l.bn_var);
         for (int64_t c = 0; c < d; ++c) {
@@ -256,6 +257,9 @@ ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * 
     x = ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, T, x->nb[1], 0));
     if (taps) {
         taps->pre_encode = x;
+    }
+    if (hp_.xscaling) {
+        x = ggml_scale(ctx, x, std::sqrt(float(hp_.d_model)));
     }
     ggml_tensor * pos = g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T));
     for (size_t i = 0; i < layers_.size(); ++i) {

@@ -21,6 +21,7 @@ struct FastConformerHParams {
     int   n_mels       = 0;
     float ln_eps       = 1e-5f;
     float bn_eps       = 1e-5f;
+    bool  xscaling     = false; // the subsampled input times sqrt(d_model) before the layers
 
     static FastConformerHParams from_file(const ModelFile & file, int n_mels);
 };
@@ -59,7 +60,7 @@ private:
     };
     struct Linear {
         ggml_tensor * w = nullptr;
-        ggml_tensor * b = nullptr;
+        ggml_tensor * b = nullptr; // absent in use_bias=false models (Parakeet)
     };
     struct Layer {
         Norm   norm_ff1, norm_att, norm_conv, norm_ff2, norm_out;
@@ -70,7 +71,7 @@ private:
         ggml_tensor * pos_bias_v = nullptr;
         Linear pw1, pw2;
         ggml_tensor * dw_w = nullptr; // raw kernel [K, d]
-        ggml_tensor * dw_b = nullptr;
+        ggml_tensor * dw_b = nullptr; // optional
         ggml_tensor * bn_w = nullptr, * bn_b = nullptr, * bn_mean = nullptr, * bn_var = nullptr;
         Linear dw_folded; // kernel * bn_scale, (bias - mean) * bn_scale + bn_shift
     };

@@ -39,11 +39,19 @@ struct RunOptions {
     float progress_scale  = 1.0f;
 };
 
+// A word with the times the model gives it (models that give word times only).
+struct Word {
+    std::string text;
+    int64_t     t0_ms = 0;
+    int64_t     t1_ms = 0;
+};
+
 struct Segment {
     int64_t              t0_ms = 0;
     int64_t              t1_ms = 0;
     std::string          text;
     std::vector<int32_t> tokens;
+    std::vector<Word>    words;
     bool                 truncated = false; // this piece ran out of token budget
 };
 
@@ -51,6 +59,10 @@ struct Transcript {
     std::string          text;
     std::vector<int32_t> tokens; // generated ids, end-of-generation token excluded
     std::vector<Segment> segments;
+    std::vector<Word>    words; // every segment's words in order; empty when the model gives no word times
+    // Transducers: each token's encoder frame and duration in frames (empty for other models).
+    std::vector<int32_t> token_frames, token_durations;
+    bool                 timed = false; // segments and words carry the model's own times
     bool                 truncated = false;
 };
 
@@ -72,12 +84,16 @@ protected:
     Timings timings_;
 };
 
+// What a model can do, for tools and callers to ask rather than assume.
 struct ModelInfo {
     std::string architecture;
     std::string name;
     int sample_rate  = 16000;
-    int max_audio_ms = 0;
+    int max_audio_ms = 0;                // per run; longer audio is cut into pieces
     std::vector<std::string> languages;
+    bool word_timestamps  = false;       // Transcript::words carries model-given times
+    bool language_prompt  = false;       // RunOptions::language changes what the model does
+    bool token_budget     = true;        // decoding is bounded by max_new_tokens (an LLM); false: by the audio
 };
 
 class Model {
@@ -85,11 +101,11 @@ public:
     virtual ~Model() = default;
     virtual std::unique_ptr<Session> new_session(const SessionOptions & options) = 0;
     const ModelInfo & info() const { return info_; }
-    const Tokenizer & tokenizer() const { return tokenizer_; }
+    const Tokenizer & tokenizer() const { return *tokenizer_; }
 
 protected:
     ModelInfo info_;
-    Tokenizer tokenizer_;
+    std::unique_ptr<Tokenizer> tokenizer_;
 };
 
 // Each family: builds a Model from a parsed file, looking up and checking its tensors, then loading

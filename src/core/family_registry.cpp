@@ -10,10 +10,12 @@ namespace transcribe {
 // Families are listed here rather than self-registered: a static library drops unreferenced
 // registration objects.
 std::unique_ptr<Model> load_canary_qwen(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_parakeet_tdt(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
     {"canary_qwen", load_canary_qwen},
+    {"parakeet_tdt", load_parakeet_tdt},
 };
 } // namespace
 

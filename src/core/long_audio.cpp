@@ -123,6 +123,22 @@ public:
 
     void finish() { session_.set_timings(total_); }
 
+    // A timed piece's segments and words, their times taken into the recording by `to_recording`
+    // (milliseconds in the piece's audio -> milliseconds in the recording).
+    template <typename Map> static void append_timed(Transcript & out, Transcript & t, Map to_recording) {
+        out.timed = true;
+        for (Segment & seg : t.segments) {
+            for (Word & w : seg.words) {
+                w.t0_ms = to_recording(w.t0_ms, false);
+                w.t1_ms = std::max(w.t0_ms, to_recording(w.t1_ms, true));
+            }
+            seg.t0_ms = seg.words.empty() ? to_recording(seg.t0_ms, false) : seg.words.front().t0_ms;
+            seg.t1_ms = seg.words.empty() ? to_recording(seg.t1_ms, true) : seg.words.back().t1_ms;
+            out.words.insert(out.words.end(), seg.words.begin(), seg.words.end());
+            out.segments.push_back(std::move(seg));
+        }
+    }
+
 private:
     Session &         session_;
     const RunOptions & options_;
@@ -139,10 +155,19 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
     Transcript out;
     for (size_t i = 0; i < pieces.size(); ++i) {
         Transcript t = runner.run(x + pieces[i].begin, pieces[i].end - pieces[i].begin, i);
-        const AudioSpan speech = trim_silence(x, pieces[i], sample_rate);
         runner.append(out, t);
+        if (t.timed) {
+            const int64_t start = samples_to_ms(pieces[i].begin, sample_rate);
+            PieceRunner::append_timed(out, t, [start](int64_t ms, bool) { return ms + start; });
+            if (pieces.size() == 1) { // frames are of one run's encoder output
+                out.token_frames    = std::move(t.token_frames);
+                out.token_durations = std::move(t.token_durations);
+            }
+            continue;
+        }
+        const AudioSpan speech = trim_silence(x, pieces[i], sample_rate);
         out.segments.push_back(Segment {samples_to_ms(speech.begin, sample_rate), samples_to_ms(speech.end, sample_rate),
-                                        std::move(t.text), std::move(t.tokens), t.truncated});
+                                        std::move(t.text), std::move(t.tokens), {}, t.truncated});
     }
     runner.finish();
     return out;
@@ -284,6 +309,25 @@ Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, con
         }
         Transcript t = runner.run(speech.data(), speech.size(), i);
         runner.append(out, t);
+        if (t.timed) {
+            const std::vector<AudioSpan> & regions = pieces[i].regions;
+            PieceRunner::append_timed(out, t, [&](int64_t ms, bool end) {
+                // Through the regions laid back to back: a time on a boundary is the end of the earlier
+                // region or the start of the later one.
+                const double at = double(ms) * sample_rate / 1000.0;
+                double before = 0;
+                for (size_t k = 0; k < regions.size(); ++k) {
+                    const double len = double(regions[k].end - regions[k].begin);
+                    if (at < before + len || (end && at <= before + len) || k + 1 == regions.size()) {
+                        return samples_to_ms(size_t(double(regions[k].begin) + std::min(std::max(at - before, 0.0), len)),
+                                             sample_rate);
+                    }
+                    before += len;
+                }
+                return int64_t(0);
+            });
+            continue;
+        }
         std::vector<Segment> segs = speech_segments(t, pieces[i].regions, tokenizer, sample_rate);
         out.segments.insert(out.segments.end(), std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));
     }

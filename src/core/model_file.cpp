@@ -141,6 +141,10 @@ uint32_t ModelFile::get_u32(const std::string & key, uint32_t fallback) const {
     return has_key(key) ? get_u32(key) : fallback;
 }
 
+bool ModelFile::get_bool(const std::string & key, bool fallback) const {
+    return has_key(key) ? gguf_get_val_bool(gguf_, key_id(key, GGUF_TYPE_BOOL)) : fallback;
+}
+
 float ModelFile::get_f32(const std::string & key) const { return gguf_get_val_f32(gguf_, key_id(key, GGUF_TYPE_FLOAT32)); }
 
 std::string ModelFile::get_str(const std::string & key) const {
@@ -181,6 +185,11 @@ std::vector<std::string> ModelFile::get_str_array(const std::string & key) const
         out.emplace_back(gguf_get_arr_str(gguf_, id, i));
     }
     return out;
+}
+
+ggml_tensor * ModelFile::optional_tensor(const std::string & name, std::initializer_list<int64_t> ne,
+                                        std::initializer_list<ggml_type> types) const {
+    return find(name) ? tensor(name, ne, types) : nullptr;
 }
 
 ggml_tensor * ModelFile::find(const std::string & name) const { return ggml_get_tensor(meta_, name.c_str()); }

@@ -42,6 +42,7 @@ public:
     uint32_t    get_u32(const std::string & key) const;
     uint32_t    get_u32(const std::string & key, uint32_t fallback) const;
     float       get_f32(const std::string & key) const;
+    bool        get_bool(const std::string & key, bool fallback) const;
     std::string get_str(const std::string & key) const;
     std::string get_str(const std::string & key, const std::string & fallback) const;
     std::vector<int32_t>     get_i32_array(const std::string & key) const;
@@ -52,6 +53,9 @@ public:
     ggml_tensor * tensor(const std::string & name, std::initializer_list<int64_t> ne,
                          std::initializer_list<ggml_type> types = {}) const;
     ggml_tensor * find(const std::string & name) const;
+    // tensor(), or nullptr when the file has no tensor of that name (optional biases).
+    ggml_tensor * optional_tensor(const std::string & name, std::initializer_list<int64_t> ne,
+                                  std::initializer_list<ggml_type> types = {}) const;
     // tensor(), for a weight the family uses only as the first operand of ggml_mul_mat with F32
     // activations: such weights may be stored in a layout that only matmul kernels read.
     ggml_tensor * matmul_weight(const std::string & name, std::initializer_list<int64_t> ne,

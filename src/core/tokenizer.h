@@ -1,11 +1,10 @@
-// Byte-level BPE (GPT-2 byte mapping, merges by rank) with the Qwen2 pre-tokenizer split, loaded from
-// GGUF tokenizer.ggml.* metadata. Special tokens are inserted by id only: text is never searched for them.
+// The tokenizer interface every family's text goes through; the GGUF's tokenizer.ggml.model picks
+// the implementation (gpt2: byte-level BPE, bpe_tokenizer.h; llama: SentencePiece, sentencepiece_tokenizer.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace transcribe {
@@ -14,30 +13,19 @@ class ModelFile;
 
 class Tokenizer {
 public:
-    static Tokenizer from_file(const ModelFile & file);
+    virtual ~Tokenizer() = default;
+    static std::unique_ptr<Tokenizer> from_file(const ModelFile & file);
 
-    std::vector<int32_t> encode(const std::string & text) const;
-    // Byte-level decode; ids in drop_ids() are skipped, other added tokens are literal text, invalid
-    // UTF-8 becomes U+FFFD (as NeMo / HF decode it).
-    std::string decode(const std::vector<int32_t> & ids) const;
-    // The raw bytes before U+FFFD replacement: decode_bytes(encode(s)) == s for any bytes s.
-    std::string decode_bytes(const std::vector<int32_t> & ids) const;
-
-    int  n_vocab() const { return int(tokens_.size()); }
-    bool is_control(int32_t id) const;
-    const std::unordered_set<int32_t> & drop_ids() const { return drop_ids_; }
-
-    // The Qwen2 pre-tokenizer split (exposed for tests).
-    static std::vector<std::string> pre_tokenize(const std::string & text);
-
-private:
-    void bpe_word(const std::string & word, std::vector<int32_t> & out) const;
-
-    std::vector<std::string>                 tokens_;
-    std::vector<int32_t>                     types_;
-    std::unordered_map<std::string, int32_t> token_to_id_;
-    std::unordered_map<std::string, int32_t> merge_rank_; // "left right" -> rank
-    std::unordered_set<int32_t>              drop_ids_;
+    virtual std::vector<int32_t> encode(const std::string & text) const = 0;
+    // The text of ids as they join: a piece that starts a word starts with ' ' (so the text of a single
+    // id says whether it begins a word); bytes as stored, possibly not valid UTF-8.
+    virtual std::string decode_bytes(const std::vector<int32_t> & ids) const = 0;
+    // The transcript text, as the reference decodes it; valid UTF-8 (invalid sequences become U+FFFD).
+    virtual std::string decode(const std::vector<int32_t> & ids) const;
+    // The vocabulary entry of id as stored (SentencePiece: with U+2581; BPE: GPT-2 byte symbols).
+    virtual std::string piece(int32_t id) const = 0;
+    virtual int  n_vocab() const = 0;
+    virtual bool is_control(int32_t id) const = 0;
 };
 
 // Replaces invalid UTF-8 sequences by U+FFFD (one per maximal invalid subpart, as Python does).

@@ -6,6 +6,7 @@
 // which the head then reads as one matrix.
 #include "silero_vad.h"
 
+#include "blocks/lstm.h"
 #include "core/error.h"
 
 #include "ggml-cpu.h"
@@ -173,17 +174,11 @@ Graph & SileroVadSession::graph(const SileroVadBranch & b, int n_chunks, bool ta
     ggml_tensor * h = ggml_view_1d(ctx, h_all_, H, 0);
     ggml_tensor * c = ggml_view_1d(ctx, c_all_, H, 0);
     for (int64_t t = 0; t < T; ++t) {
-        ggml_tensor * z  = ggml_add(ctx, ggml_view_1d(ctx, xin, 4 * H, size_t(t) * xin->nb[1]), ggml_mul_mat(ctx, b.w_hh, h));
-        ggml_tensor * sg = ggml_sigmoid(ctx, z);
-        ggml_tensor * gi = ggml_view_1d(ctx, sg, H, 0);
-        ggml_tensor * gf = ggml_view_1d(ctx, sg, H, col);
-        ggml_tensor * go = ggml_view_1d(ctx, sg, H, 3 * col);
-        ggml_tensor * gg = ggml_tanh(ctx, ggml_view_1d(ctx, z, H, 2 * col));
-        ggml_tensor * c1 = ggml_add(ctx, ggml_mul(ctx, gf, c), ggml_mul(ctx, gi, gg));
-        ggml_tensor * h1 = ggml_mul(ctx, go, ggml_tanh(ctx, c1));
+        ggml_tensor * z = ggml_add(ctx, ggml_view_1d(ctx, xin, 4 * H, size_t(t) * xin->nb[1]), ggml_mul_mat(ctx, b.w_hh, h));
+        const LstmState next = lstm_cell(ctx, z, c);
         // The next step reads the copies, so they are ordered before it.
-        c = ggml_cpy(ctx, c1, ggml_view_1d(ctx, c_all_, H, size_t(t + 1) * col));
-        h = ggml_cpy(ctx, h1, ggml_view_1d(ctx, h_all_, H, size_t(t + 1) * col));
+        c = ggml_cpy(ctx, next.c, ggml_view_1d(ctx, c_all_, H, size_t(t + 1) * col));
+        h = ggml_cpy(ctx, next.h, ggml_view_1d(ctx, h_all_, H, size_t(t + 1) * col));
         g->expand(c);
         g->expand(h);
     }

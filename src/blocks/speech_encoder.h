@@ -1,0 +1,54 @@
+// NeMo's audio front end and FastConformer as one stage, as every family on that encoder runs them:
+// mel features, the encoder graph (built once per length, with the family's head on top: Canary-Qwen's
+// projection into the LLM, Parakeet's joint encoder projection), the parity dumps and the timings.
+#pragma once
+
+#include "fastconformer.h"
+
+#include "core/family.h"
+#include "core/mel.h"
+#include "core/session_base.h"
+
+#include <functional>
+#include <memory>
+
+namespace transcribe {
+
+class SpeechEncoder {
+public:
+    // Declares the enc.* tensors and reads mel.* / encoder.* metadata (before the weights are loaded).
+    explicit SpeechEncoder(const ModelFile & file);
+    // After the weights are on the device (the mel window and filterbank are read from them).
+    void prepare(const ModelFile & file, ggml_backend_dev_t device);
+
+    const FastConformerHParams & hparams() const { return hp_; }
+    int sample_rate() const { return mel_->config().sample_rate; }
+    // Encoder frames for n samples (the valid ones: later frames are masked padding).
+    int frames(size_t n_samples) const;
+    // Milliseconds of audio one encoder frame covers.
+    int frame_ms() const;
+
+    // The head maps the encoder output [d_model, T] to what the family needs.
+    using Head = std::function<ggml_tensor *(ggml_context *, ggml_tensor *)>;
+
+    class Run {
+    public:
+        Run(const SpeechEncoder & encoder, Head head) : enc_(encoder), head_(std::move(head)) {}
+        // Mel + encoder + head on exec; returns the head's output, time-major [T][head rows]. Fills
+        // timings.mel_ms / encode_ms and writes mel, pre_encode, enc_layer_0, enc_layer_last, enc_out
+        // under TRANSCRIBE_DUMP_DIR.
+        std::vector<float> operator()(Executor & exec, const float * pcm, size_t n, int n_threads, Timings & timings);
+
+    private:
+        const SpeechEncoder & enc_;
+        Head                  head_;
+        GraphCache            graphs_;
+    };
+
+private:
+    FastConformerHParams         hp_;
+    FastConformer                conformer_;
+    std::unique_ptr<MelFrontend> mel_;
+};
+
+} // namespace transcribe

@@ -1,0 +1,47 @@
+// Word and segment times from timed subword tokens, by NeMo's rules for BPE transducer models
+// (timestamp_utils.get_words_offsets / get_segment_offsets, _refine_timestamps_tdt, and the
+// transcript's strip of a space before punctuation). Times stay in encoder frames here; the family
+// converts them.
+#pragma once
+
+#include "tokenizer.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace transcribe {
+
+struct TimedToken {
+    int32_t id    = 0;
+    int64_t start = 0; // frames
+    int64_t end   = 0;
+};
+
+struct TimedText {
+    std::string text;
+    int64_t     start = 0;
+    int64_t     end   = 0;
+    size_t      first_token = 0, n_tokens = 0; // the tokens it is made of
+};
+
+struct SubwordRules {
+    std::vector<std::string> punctuation;        // single characters (NeMo's supported_punctuation)
+    std::vector<std::string> segment_separators; // a word ending in one ends a segment
+    bool is_punctuation(const std::string & s) const;
+};
+
+// A token that decodes to a punctuation mark (not the first) starts and ends where the previous token ends.
+void refine_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
+
+// Words: a token whose piece differs from its text (a word-initial piece) starts a word; punctuation
+// joins the word before it.
+std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
+
+// Segments: words joined by spaces up to a word ending in a separator.
+std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, const SubwordRules & rules);
+
+// One whitespace character before each punctuation mark removed.
+std::string strip_space_before_punctuation(const std::string & text, const SubwordRules & rules);
+
+} // namespace transcribe
