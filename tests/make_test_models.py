@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Converts the tiny fixture into the GGUF files the tests load: F32 (parity), BF16 (the default
-outtype), and one with a deliberately wrong LoRA scale (alpha = r, scale 1 instead of 4)."""
+"""Converts the tiny fixtures into the GGUF files the tests load. Canary-Qwen: F32 (parity), BF16 (the
+default outtype), F16, and one with a deliberately wrong LoRA scale (alpha = r, scale 1 instead of 4).
+Parakeet-TDT: F32 and BF16 from the .nemo archive."""
 import argparse
 import json
 import os
@@ -21,6 +22,8 @@ def main():
     ap.add_argument("--fixture", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--converter", required=True)
+    ap.add_argument("--parakeet-fixture", required=True)
+    ap.add_argument("--parakeet-converter", required=True)
     a = ap.parse_args()
     fixture, out = Path(a.fixture), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -38,6 +41,12 @@ def main():
     (wrong / "config.json").write_text(json.dumps(cfg))
     os.symlink((ckpt / "model.safetensors").resolve(), wrong / "model.safetensors")
     convert(a.converter, wrong, llm, out / "canary-qwen-tiny-wrong-lora.gguf", "f32")
+
+    nemo = Path(a.parakeet_fixture) / "model.nemo"
+    for outtype in ("f32", "bf16"):
+        subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",
+                        str(out / f"parakeet-tdt-tiny-{outtype}.gguf"), "--outtype", outtype,
+                        "--name", "parakeet-tdt-tiny"], check=True)
 
 
 if __name__ == "__main__":

@@ -13,33 +13,53 @@
 
 namespace test {
 
-std::string fixture(const std::string & rel) { return std::string(TINY_FIXTURE) + "/" + rel; }
-std::string model(const std::string & name) { return std::string(TEST_MODELS) + "/" + name; }
-
-const nlohmann::json & manifest() {
-    static const nlohmann::json m = [] {
-        std::ifstream f(fixture("MANIFEST.json"));
-        return nlohmann::json::parse(f);
-    }();
-    return m;
+const nlohmann::json & Fixture::manifest() const {
+    if (!manifest_) {
+        std::ifstream f(path("MANIFEST.json"));
+        manifest_ = std::make_unique<nlohmann::json>(nlohmann::json::parse(f));
+    }
+    return *manifest_;
 }
 
-double golden_atol(const std::string & clip, const std::string & file) {
+double Fixture::atol(const std::string & clip, const std::string & file) const {
     return manifest()["goldens"][clip][file]["suggested_atol"].get<double>();
 }
 
-transcribe::NpyArray golden(const std::string & clip, const std::string & file) {
-    return transcribe::npy_read(fixture("golden/" + clip + "/" + file));
+transcribe::NpyArray Fixture::golden(const std::string & clip, const std::string & file) const {
+    return transcribe::npy_read(path("golden/" + clip + "/" + file));
 }
+
+nlohmann::json Fixture::golden_json(const std::string & clip, const std::string & file) const {
+    std::ifstream f(path("golden/" + clip + "/" + file));
+    return nlohmann::json::parse(f);
+}
+
+std::vector<float> Fixture::wav_16k(const std::string & clip) const {
+    return transcribe::audio_decode_file(path("audio/" + clip + ".wav"), 16000);
+}
+
+const Fixture & canary_fixture() {
+    static const Fixture f(TINY_FIXTURE);
+    return f;
+}
+
+const Fixture & parakeet_fixture() {
+    static const Fixture f(PARAKEET_FIXTURE);
+    return f;
+}
+
+std::string fixture(const std::string & rel) { return canary_fixture().path(rel); }
+std::string model(const std::string & name) { return std::string(TEST_MODELS) + "/" + name; }
+const nlohmann::json & manifest() { return canary_fixture().manifest(); }
+double golden_atol(const std::string & clip, const std::string & file) { return canary_fixture().atol(clip, file); }
+transcribe::NpyArray golden(const std::string & clip, const std::string & file) { return canary_fixture().golden(clip, file); }
 
 std::vector<int32_t> golden_ids(const std::string & clip) {
     std::ifstream f(fixture("golden/" + clip + "/greedy_ids.json"));
     return nlohmann::json::parse(f).get<std::vector<int32_t>>();
 }
 
-std::vector<float> read_wav_16k(const std::string & clip) {
-    return transcribe::audio_decode_file(fixture("audio/" + clip + ".wav"), 16000);
-}
+std::vector<float> read_wav_16k(const std::string & clip) { return canary_fixture().wav_16k(clip); }
 
 float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b) {
     EXPECT_EQ(a.size(), b.size());

@@ -16,6 +16,25 @@ namespace test {
 
 inline const char * kClips[] = {"jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s"};
 
+// A reference fixture: audio/, golden/<clip>/ and MANIFEST.json with per-golden tolerances (every family's
+// fixture has this layout).
+class Fixture {
+public:
+    explicit Fixture(std::string dir) : dir_(std::move(dir)) {}
+    std::string path(const std::string & rel) const { return dir_ + "/" + rel; }
+    const nlohmann::json & manifest() const;
+    double atol(const std::string & clip, const std::string & file) const; // MANIFEST suggested_atol
+    transcribe::NpyArray golden(const std::string & clip, const std::string & file) const;
+    nlohmann::json golden_json(const std::string & clip, const std::string & file) const;
+    std::vector<float> wav_16k(const std::string & clip) const; // the clip through our decoder
+
+private:
+    std::string dir_;
+    mutable std::unique_ptr<nlohmann::json> manifest_;
+};
+const Fixture & canary_fixture();
+const Fixture & parakeet_fixture();
+
 std::string fixture(const std::string & rel);   // path under the tiny fixture
 std::string model(const std::string & name);    // path of a converted test model
 const nlohmann::json & manifest();
