@@ -95,6 +95,10 @@ typedef struct transcribe_model_info {
     int          n_languages;
     const char * const * languages;
     double       load_ms;
+    /* What the model can do (appended fields: rebuild callers compiled against an older header). */
+    bool         word_timestamps; /* results carry words with the model's own times (transcribe_get_word) */
+    bool         language_prompt; /* transcribe_run_params.language changes what the model does */
+    bool         token_budget;    /* decoding is bounded by max_new_tokens (an LLM decoder); false: by the audio */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -195,8 +199,7 @@ TRANSCRIBE_API void          transcribe_vad_result_free(transcribe_vad_result * 
 /* ---------------------------------------------------------------- running */
 typedef struct transcribe_run_params {
     const char * language;       /* hint; NULL = model default */
-    int          max_new_tokens; /* per piece of audio; <= 0: 256 */
-    bool         timestamps;     /* per-segment times */
+    int          max_new_tokens; /* per piece of audio; <= 0: 256 (models with token_budget only) */
     int          chunk_ms;       /* audio longer than this is cut into pieces at pauses, each one a segment;
                                     <= 0: the model's window (40 s for Canary-Qwen) */
     bool         ignore_eos;     /* decode exactly max_new_tokens (benchmarks); not truncation */
@@ -233,6 +236,16 @@ TRANSCRIBE_API const char *    transcribe_result_segment_text(const transcribe_r
 TRANSCRIBE_API bool            transcribe_result_segment_truncated(const transcribe_result * result, int i);
 TRANSCRIBE_API int             transcribe_result_segment_n_tokens(const transcribe_result * result, int i);
 TRANSCRIBE_API const int32_t * transcribe_result_segment_tokens(const transcribe_result * result, int i);
+/* Words with the times the model gives them (models whose info says word_timestamps; others have none).
+ * segment < 0: every word of the result, in order; otherwise the words of that segment. */
+typedef struct transcribe_word {
+    const char * text;  /* valid until the result is freed */
+    int64_t      t0_ms;
+    int64_t      t1_ms;
+} transcribe_word;
+TRANSCRIBE_API int               transcribe_result_n_words(const transcribe_result * result, int segment);
+TRANSCRIBE_API transcribe_status transcribe_get_word(const transcribe_result * result, int segment, int i,
+                                                     transcribe_word * out);
 TRANSCRIBE_API void            transcribe_result_free(transcribe_result * result);
 
 typedef struct transcribe_timings {

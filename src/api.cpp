@@ -290,6 +290,9 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->n_languages  = int(model->language_ptrs.size());
         out->languages    = model->language_ptrs.data();
         out->load_ms      = model->load_ms;
+        out->word_timestamps = i.word_timestamps;
+        out->language_prompt = i.language_prompt;
+        out->token_budget    = i.token_budget;
         return TRANSCRIBE_OK;
     });
 }
@@ -424,7 +427,6 @@ transcribe_run_params transcribe_run_params_init(void) {
     transcribe_run_params p;
     p.language       = nullptr;
     p.max_new_tokens = 256;
-    p.timestamps     = true;
     p.chunk_ms       = 0;
     p.ignore_eos     = false;
     p.vad            = nullptr;
@@ -502,6 +504,33 @@ int transcribe_result_segment_n_tokens(const transcribe_result * r, int i) {
 const int32_t * transcribe_result_segment_tokens(const transcribe_result * r, int i) {
     const Segment * s = segment_at(r, i);
     return s ? s->tokens.data() : nullptr;
+}
+static const std::vector<Word> * words_of(const transcribe_result * r, int segment) {
+    if (!r) {
+        return nullptr;
+    }
+    if (segment < 0) {
+        return &r->transcript.words;
+    }
+    const Segment * s = segment_at(r, segment);
+    return s ? &s->words : nullptr;
+}
+int transcribe_result_n_words(const transcribe_result * r, int segment) {
+    const std::vector<Word> * w = words_of(r, segment);
+    return w ? int(w->size()) : 0;
+}
+transcribe_status transcribe_get_word(const transcribe_result * r, int segment, int i, transcribe_word * out) {
+    return guarded([&] {
+        const std::vector<Word> * w = words_of(r, segment);
+        if (!w || !out || i < 0 || size_t(i) >= w->size()) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_get_word: no word %d in segment %d", i, segment);
+        }
+        const Word & word = (*w)[size_t(i)];
+        out->text  = word.text.c_str();
+        out->t0_ms = word.t0_ms;
+        out->t1_ms = word.t1_ms;
+        return TRANSCRIBE_OK;
+    });
 }
 void transcribe_result_free(transcribe_result * r) { delete r; }
 

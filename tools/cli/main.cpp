@@ -34,8 +34,9 @@ int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 } // namespace
 
 int main(int argc, char ** argv) {
-    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen and friends)"};
-    std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text;
+    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Parakeet-TDT)"};
+    std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text,
+                timestamps_name;
     std::vector<std::string> audio_paths;
     int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
     bool progress = false, show_version = false, as_json = false, no_repack = false;
@@ -43,11 +44,15 @@ int main(int argc, char ** argv) {
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
     app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
     app.add_flag("--json", as_json, "same as --format json (text, segments, token ids, timings)");
+    app.add_option("--timestamps", timestamps_name,
+                   "word: JSON lists words with times and subtitle cues follow words (models with word times; "
+                   "their default); segment: segments only")
+        ->check(CLI::IsMember({"word", "segment"}));
     app.add_option("-o,--output", output_path, "write the output to FILE instead of stdout");
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_flag("--progress", progress, "show a progress bar on stderr");
-    app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
+    app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio (LLM decoders)")->check(CLI::PositiveNumber);
     app.add_option("--chunk-ms", chunk_ms, "cut longer audio into pieces of at most this many ms (default: the model's window)")
         ->check(CLI::PositiveNumber);
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
@@ -102,6 +107,14 @@ int main(int argc, char ** argv) {
     }
     transcribe_model_info info;
     transcribe_model_get_info(model, &info);
+    if (timestamps_name == "word" && !info.word_timestamps) {
+        const std::string message = "--timestamps word: model " + std::string(info.name) + " (" + info.architecture +
+                                    ") gives no word times; use --timestamps segment";
+        transcribe_model_free(model);
+        return die(message);
+    }
+    const Timestamps timestamps =
+        timestamps_name == "segment" || !info.word_timestamps ? Timestamps::Segment : Timestamps::Word;
     transcribe_vad_model * vad_model = nullptr;
     if (!vad.load(&vad_model)) {
         const int code = die(std::string("VAD model: ") + transcribe_last_error());
@@ -148,7 +161,7 @@ int main(int argc, char ** argv) {
         }
         transcribe_timings timings;
         transcribe_session_get_timings(session, &timings);
-        output += render(output_from_result(result), format, &timings, info.name);
+        output += render(output_from_result(result), format, &timings, info.name, timestamps);
         transcribe_result_free(result);
     }
     transcribe_session_free(session);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace transcribe_tools {
@@ -51,7 +52,62 @@ std::string cue_text(std::string s, bool vtt) {
     return out;
 }
 
+
+std::vector<OutputWord> words_of(const transcribe_result * r, int segment) {
+    std::vector<OutputWord> out;
+    for (int k = 0; k < transcribe_result_n_words(r, segment); ++k) {
+        transcribe_word w;
+        if (transcribe_get_word(r, segment, k, &w) == TRANSCRIBE_OK) {
+            out.push_back({w.text, w.t0_ms, w.t1_ms});
+        }
+    }
+    return out;
+}
+
+size_t code_points(const std::string & s) {
+    size_t n = 0;
+    for (unsigned char c : s) {
+        n += (c & 0xC0) != 0x80;
+    }
+    return n;
+}
+
+nlohmann::ordered_json words_json(const std::vector<OutputWord> & words) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const OutputWord & w : words) {
+        a.push_back({{"word", w.text}, {"t0_ms", w.t0_ms}, {"t1_ms", w.t1_ms}});
+    }
+    return a;
+}
+
 } // namespace
+
+std::vector<OutputSegment> word_cues(const Output & o) {
+    std::vector<OutputSegment> cues;
+    for (const OutputSegment & seg : o.segments) {
+        OutputSegment cue;
+        size_t chars = 0;
+        for (const OutputWord & w : seg.words) {
+            const size_t next = chars + (chars ? 1 : 0) + code_points(w.text);
+            if (!cue.words.empty() && (next > size_t(kCueChars) || w.t1_ms - cue.t0_ms > kCueMs)) {
+                cues.push_back(std::move(cue));
+                cue   = OutputSegment {};
+                chars = 0;
+            }
+            if (cue.words.empty()) {
+                cue.t0_ms = w.t0_ms;
+            }
+            cue.text += (cue.words.empty() ? "" : " ") + w.text;
+            cue.t1_ms = std::max(w.t1_ms, cue.t0_ms);
+            cue.words.push_back(w);
+            chars = code_points(cue.text);
+        }
+        if (!cue.words.empty()) {
+            cues.push_back(std::move(cue));
+        }
+    }
+    return cues;
+}
 
 Output output_from_result(const transcribe_result * r) {
     Output o;
@@ -61,15 +117,18 @@ Output output_from_result(const transcribe_result * r) {
         o.segments.push_back({transcribe_result_segment_t0_ms(r, i), transcribe_result_segment_t1_ms(r, i),
                               transcribe_result_segment_text(r, i),
                               std::vector<int32_t>(seg_ids, seg_ids + transcribe_result_segment_n_tokens(r, i)),
-                              transcribe_result_segment_truncated(r, i)});
+                              transcribe_result_segment_truncated(r, i), words_of(r, i)});
     }
+    o.words = words_of(r, -1);
     const int32_t * ids = transcribe_result_tokens(r);
     o.tokens.assign(ids, ids + transcribe_result_n_tokens(r));
     o.truncated = transcribe_result_truncated(r);
     return o;
 }
 
-std::string render(const Output & o, Format format, const transcribe_timings * timings, const std::string & model_name) {
+std::string render(const Output & o, Format format, const transcribe_timings * timings, const std::string & model_name,
+                   Timestamps timestamps) {
+    const bool words = timestamps == Timestamps::Word;
     switch (format) {
         case Format::Txt: {
             const std::string & text = o.text;
@@ -81,7 +140,8 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
             const bool vtt = format == Format::Vtt;
             std::string out = vtt ? "WEBVTT\n\n" : "";
             int cue = 0;
-            for (const OutputSegment & seg : o.segments) {
+            const std::vector<OutputSegment> cues = words ? word_cues(o) : o.segments;
+            for (const OutputSegment & seg : cues) {
                 const std::string text = cue_text(seg.text, vtt);
                 if (text.empty()) {
                     continue;
@@ -99,8 +159,15 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
             j["text"] = o.text;
             j["segments"] = nlohmann::json::array();
             for (const OutputSegment & seg : o.segments) {
-                j["segments"].push_back({{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text},
-                                         {"tokens", seg.tokens}, {"truncated", seg.truncated}});
+                nlohmann::ordered_json js = {{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text},
+                                             {"tokens", seg.tokens}, {"truncated", seg.truncated}};
+                if (words) {
+                    js["words"] = words_json(seg.words);
+                }
+                j["segments"].push_back(js);
+            }
+            if (words) {
+                j["words"] = words_json(o.words);
             }
             j["tokens"]    = o.tokens;
             j["truncated"] = o.truncated;

@@ -8,12 +8,19 @@
 
 namespace transcribe_tools {
 
+struct OutputWord {
+    std::string text;
+    int64_t     t0_ms = 0;
+    int64_t     t1_ms = 0;
+};
+
 struct OutputSegment {
-    int64_t              t0_ms = 0;
-    int64_t              t1_ms = 0;
-    std::string          text;
-    std::vector<int32_t> tokens;
-    bool                 truncated = false;
+    int64_t                 t0_ms = 0;
+    int64_t                 t1_ms = 0;
+    std::string             text;
+    std::vector<int32_t>    tokens;
+    bool                    truncated = false;
+    std::vector<OutputWord> words;
 };
 
 // What the formats render: a plain copy of a transcribe_result (so formats are testable on their own).
@@ -22,16 +29,25 @@ struct Output {
     std::vector<OutputSegment> segments;
     std::vector<int32_t>       tokens;
     bool                       truncated = false;
+    std::vector<OutputWord>    words; // empty unless the model gives word times
 };
 
 Output output_from_result(const transcribe_result * result);
 
 enum class Format { Txt, Json, Srt, Vtt };
+// segment: JSON segments, subtitles cue per segment. word: JSON also lists words (top level and per
+// segment) and subtitle cues are built from words.
+enum class Timestamps { Segment, Word };
+
+// Subtitle cues from words: at most kCueChars characters and kCueMs each, never across a segment.
+constexpr int kCueChars = 42;
+constexpr int kCueMs    = 7000;
+std::vector<OutputSegment> word_cues(const Output & output);
 
 bool parse_format(const std::string & name, Format * out);
 // "HH:MM:SS,mmm" (SRT) or "HH:MM:SS.mmm" (VTT).
 std::string format_timestamp(int64_t ms, char separator);
 std::string render(const Output & output, Format format, const transcribe_timings * timings,
-                   const std::string & model_name);
+                   const std::string & model_name, Timestamps timestamps = Timestamps::Segment);
 
 } // namespace transcribe_tools
