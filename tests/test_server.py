@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """transcribe-server end to end over loopback: formats, error codes, a bounded load run, 503 on a full
-queue, --vad. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR VAD_MODEL (AUDIO_DIR: wav/flac/mp3
-copies of the clips)."""
+queue, --vad, word timestamps. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR VAD_MODEL
+PARAKEET_MODEL PARAKEET_FIXTURE_DIR (AUDIO_DIR: wav/flac/mp3 copies of the clips)."""
 import concurrent.futures as cf
 import json
 import os
@@ -17,12 +17,13 @@ from pathlib import Path
 
 SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 VAD_MODEL = sys.argv[5]
+PARAKEET_MODEL, PARAKEET_FIXTURE = sys.argv[6], Path(sys.argv[7])
 JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
 
 
 class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([SERVER, "-m", MODEL, "--port", "0", "--host", "127.0.0.1", *args],
+    def __init__(self, *args, model=MODEL):
+        self.proc = subprocess.Popen([SERVER, "-m", model, "--port", "0", "--host", "127.0.0.1", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
@@ -43,7 +44,7 @@ class Server:
 def multipart(fields, files):
     boundary = "----transcribe%08x" % random.getrandbits(32)
     body = b""
-    for k, v in fields.items():
+    for k, v in (fields.items() if isinstance(fields, dict) else fields):
         body += f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
     for k, (name, data) in files.items():
         body += (f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"; filename="{name}"\r\n'
@@ -63,9 +64,43 @@ def request(base, path, body=None, content_type=None, timeout=120):
         return e.code, e.headers.get("Content-Type", ""), e.read()
 
 
-def transcribe(base, data, name="a.wav", **fields):
-    body, ctype = multipart(fields, {"file": (name, data)})
+def transcribe(base, data, name="a.wav", extra_fields=(), **fields):
+    body, ctype = multipart(list(fields.items()) + list(extra_fields), {"file": (name, data)})
     return request(base, "/v1/audio/transcriptions", body, ctype)
+
+
+class WordTimestampsTest(unittest.TestCase):
+    def test_openai_words_are_nemos(self):
+        """Parakeet-TDT: verbose_json with timestamp_granularities[]=word gives NeMo's words and times; word
+        only leaves segments out; SRT cues follow words (<= 42 characters); a bad granularity is a 400."""
+        hyp = json.loads((PARAKEET_FIXTURE / "golden" / "jfk" / "hypothesis.json").read_text())
+        server = Server(model=PARAKEET_MODEL)
+        try:
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json",
+                                       extra_fields=[("timestamp_granularities[]", "word"),
+                                                     ("timestamp_granularities[]", "segment")])
+            self.assertEqual(code, 200, body)
+            j = json.loads(body)
+            self.assertEqual(j["text"], hyp["text"])
+            want = [(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in hyp["timestamp"]["word"]]
+            self.assertEqual([(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in j["words"]], want)
+            self.assertEqual([s["text"] for s in j["segments"]], [s["segment"] for s in hyp["timestamp"]["segment"]])
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json",
+                                       extra_fields=[("timestamp_granularities[]", "word")])
+            self.assertEqual(code, 200, body)
+            self.assertNotIn("segments", json.loads(body))
+            code, _, body = transcribe(server.base, JFK, response_format="srt")
+            cues = body.decode().strip().split("\n\n")
+            self.assertGreater(len(cues), 1)
+            for cue in cues:
+                self.assertLessEqual(len(cue.split("\n", 2)[2]), 42, cue)
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json",
+                                       extra_fields=[("timestamp_granularities[]", "sentence")])
+            self.assertEqual(code, 400, body)
+            code, _, body = transcribe(server.base, JFK, extra_fields=[("timestamp_granularities[]", "word")])
+            self.assertEqual(code, 400, body)  # needs verbose_json
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 class VadServerTest(unittest.TestCase):
@@ -149,6 +184,8 @@ class ServerTest(unittest.TestCase):
         self.assert_error(transcribe(base, b"RIFF....not really audio" * 50), 400)               # undecodable
         self.assert_error(transcribe(base, b""), 400)                                            # empty upload
         self.assert_error(transcribe(base, JFK, response_format="docx"), 400)                    # bad format
+        self.assert_error(transcribe(base, JFK, response_format="verbose_json",                   # no word times
+                                     extra_fields=[("timestamp_granularities[]", "word")]), 400)
         # Found by fuzz_server: an error message echoing invalid UTF-8 from the form was a 500.
         body = (FIXTURE.parent.parent / "fuzz" / "regressions" / "server" / "invalid-utf8-form-value.bin").read_bytes()
         self.assert_error(request(base, "/v1/audio/transcriptions", body, "multipart/form-data; boundary=fuzzboundary"), 400)

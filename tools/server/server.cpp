@@ -24,6 +24,26 @@ std::string form_field(const httplib::Request & req, const char * name, const st
     return req.has_file(name) ? req.get_file_value(name).content : fallback;
 }
 
+// Every value of a repeated form field, under its name with or without OpenAI's "[]".
+std::vector<std::string> form_values(const httplib::Request & req, const std::string & name) {
+    std::vector<std::string> out;
+    for (const std::string & key : {name, name + "[]"}) {
+        const auto range = req.files.equal_range(key);
+        for (auto it = range.first; it != range.second; ++it) {
+            out.push_back(it->second.content);
+        }
+    }
+    return out;
+}
+
+json words_json(const std::vector<OutputWord> & words) {
+    json a = json::array();
+    for (const OutputWord & w : words) {
+        a.push_back({{"word", w.text}, {"start", w.t0_ms / 1000.0}, {"end", w.t1_ms / 1000.0}});
+    }
+    return a;
+}
+
 void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res) {
     if (!req.is_multipart_form_data()) {
         send_error(res, 415, "Content-Type must be multipart/form-data (got '" + req.get_header_value("Content-Type") + "')");
@@ -40,6 +60,28 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         send_error(res, 400, "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json)",
                    "response_format");
         return;
+    }
+    bool want_words = false, want_segments = true;
+    const std::vector<std::string> granularities = form_values(req, "timestamp_granularities");
+    if (!granularities.empty()) {
+        want_segments = false;
+        for (const std::string & g : granularities) {
+            if (g != "word" && g != "segment") {
+                send_error(res, 400, "unsupported timestamp granularity '" + g + "' (word, segment)", "timestamp_granularities");
+                return;
+            }
+            want_words    = want_words || g == "word";
+            want_segments = want_segments || g == "segment";
+        }
+        if (!verbose) {
+            send_error(res, 400, "timestamp_granularities needs response_format verbose_json", "timestamp_granularities");
+            return;
+        }
+        if (want_words && !st.info.word_timestamps) {
+            send_error(res, 400, std::string("model ") + st.info.name + " gives no word timestamps",
+                       "timestamp_granularities");
+            return;
+        }
     }
     const std::string language = form_field(req, "language", "");
     // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
@@ -90,14 +132,21 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         }
         json j = {{"task", "transcribe"},
                   {"language", language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : language},
-                  {"duration", duration}, {"text", out.text}, {"segments", segs}};
+                  {"duration", duration}, {"text", out.text}};
+        if (want_segments) {
+            j["segments"] = segs;
+        }
+        if (want_words) {
+            j["words"] = words_json(out.words);
+        }
         res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     } else if (format_name == "text") {
         res.set_content(render(out, Format::Txt, nullptr, st.info.name), "text/plain; charset=utf-8");
-    } else if (format == Format::Srt) {
-        res.set_content(render(out, Format::Srt, nullptr, st.info.name), "application/x-subrip; charset=utf-8");
-    } else if (format == Format::Vtt) {
-        res.set_content(render(out, Format::Vtt, nullptr, st.info.name), "text/vtt; charset=utf-8");
+    } else if (format == Format::Srt || format == Format::Vtt) {
+        // Subtitles follow words where the model gives them (cues of at most ~7 s / 42 characters).
+        const Timestamps cues = st.info.word_timestamps ? Timestamps::Word : Timestamps::Segment;
+        res.set_content(render(out, format, nullptr, st.info.name, cues),
+                        format == Format::Srt ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
     } else {
         res.set_content(json({{"text", out.text}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     }
