@@ -4,6 +4,8 @@
 #include "../common/vad_options.h"
 
 #include <CLI/CLI.hpp>
+#include "../common/tool_errors.h"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
@@ -100,6 +102,12 @@ int main(int argc, char ** argv) {
     if (!vad.load(&vad_model)) {
         return die("loading " + vad.model_path);
     }
+    // Prefill and a token budget are an LLM decoder's; a transducer's decoding is bounded by the audio.
+    const bool llm = info.token_budget;
+    if (!llm && fixed_new_tokens > 0) {
+        return transcribe_tools::tool_error("transcribe-bench", std::string("--fixed-new-tokens: model ") + info.name + " (" + info.architecture +
+                   ") decodes as far as the audio goes, not to a token budget");
+    }
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = fixed_new_tokens > 0 ? fixed_new_tokens : max_new_tokens;
     rp.ignore_eos     = fixed_new_tokens > 0;
@@ -137,12 +145,25 @@ int main(int argc, char ** argv) {
     const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
     const double rss  = peak_rss_mb();
     if (as_json) {
-        nlohmann::ordered_json j = {{"model", info.name}, {"backend", info.backend}, {"threads", threads},
-                                    {"audio_s", audio_s}, {"runs", runs}, {"prefill_tokens", n_prefill},
-                                    {"decode_tokens", n_decode}, {"load_ms", info.load_ms}, {"mel_ms", sm.median},
-                                    {"encoder_ms", se.median}, {"prefill_ms", sp_.median}, {"decode_ms", sd.median},
-                                    {"prefill_tokens_per_s", spt.median}, {"decode_tokens_per_s", sdt.median},
-                                    {"x_realtime", x_rt}, {"peak_rss_mb", rss}};
+        nlohmann::ordered_json j = {{"model", info.name}, {"architecture", info.architecture}, {"backend", info.backend},
+                                    {"threads", threads}, {"audio_s", audio_s}, {"runs", runs}};
+        if (llm) {
+            j["prefill_tokens"] = n_prefill;
+        }
+        j["decode_tokens"] = n_decode;
+        j["load_ms"]       = info.load_ms;
+        j["mel_ms"]        = sm.median;
+        j["encoder_ms"]    = se.median;
+        if (llm) {
+            j["prefill_ms"] = sp_.median;
+        }
+        j["decode_ms"] = sd.median;
+        if (llm) {
+            j["prefill_tokens_per_s"] = spt.median;
+        }
+        j["decode_tokens_per_s"] = sdt.median;
+        j["x_realtime"]          = x_rt;
+        j["peak_rss_mb"]         = rss;
         if (vad_model) {
             j["vad_ms"] = sv.median;
         }
@@ -157,9 +178,13 @@ int main(int argc, char ** argv) {
         }
         const std::pair<const char *, Stat> rows[] = {{"mel", sm}, {"encoder", se}, {"prefill", sp_}, {"decode", sd}, {"total", stot}};
         for (const auto & [name, s] : rows) {
-            std::printf("%-9s %9.1f %9.1f %9.1f ms\n", name, s.median, s.min, s.max);
+            if (llm || std::string(name) != "prefill") {
+                std::printf("%-9s %9.1f %9.1f %9.1f ms\n", name, s.median, s.min, s.max);
+            }
         }
-        std::printf("prefill   %9.1f tokens/s (%d tokens)\n", spt.median, n_prefill);
+        if (llm) {
+            std::printf("prefill   %9.1f tokens/s (%d tokens)\n", spt.median, n_prefill);
+        }
         std::printf("decode    %9.1f tokens/s (%d steps)\n", sdt.median, n_decode);
         std::printf("speed     %9.2f x real time (audio seconds / processing seconds)\n", x_rt);
         std::printf("peak RSS  %9.1f MB\n", rss);
