@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""Write a synthetic Canary-Qwen checkpoint in the exact upstream layout, with seeded random BF16 weights.
+"""Write a synthetic checkpoint in the exact upstream layout, with seeded random weights.
 
-  --preset full   the real shapes of nvidia/canary-qwen-2.5b (~5.1 GB): speed and memory work
-  --preset small  the same layout at toy sizes (seconds): tests of this script and the converter
-
-Output: OUT/checkpoint/{config.json, model.safetensors} and OUT/llm/{config.json, vocab.json,
-merges.txt, tokenizer_config.json} (the tokenizer files are copied from --tokenizer-from, by default
-the bundled fixture, which carries the real Qwen2/Qwen3 tokenizer). Tensors are generated and written
-one at a time, so memory stays at one tensor (chunked for the embedding).
+  --family canary-qwen (default): BF16 weights
+      --preset full   the real shapes of nvidia/canary-qwen-2.5b (~5.1 GB): speed and memory work
+      --preset small  the same layout at toy sizes (seconds): tests of this script and the converter
+    Output: OUT/checkpoint/{config.json, model.safetensors} and OUT/llm/{config.json, vocab.json,
+    merges.txt, tokenizer_config.json} (the tokenizer files are copied from --tokenizer-from, by default
+    the bundled fixture, which carries the real Qwen2/Qwen3 tokenizer).
+  --family parakeet-tdt: F32 weights, OUT/model.nemo (the tar of model_config.yaml, model_weights.ckpt and
+    the SentencePiece files, as NeMo saves it; written without torch or NeMo)
+      --preset full   nvidia/parakeet-tdt-0.6b-v2's shapes (d_model 1024, 24 layers, 8 heads, ff 4096, 128 mels,
+                      prediction net 640 x 2 LSTM layers, joint 640, vocab 1024 + blank, durations 0-4): ~2.5 GB
+      --preset small  toy sizes
+    The config is the bundled parakeet-tdt-tiny fixture's with the dimensions changed; the 1024-piece
+    tokenizer is trained (SentencePiece BPE, as NeMo's create_spt_model) on /usr/share/common-licenses.
+Tensors are generated and written one at a time, so memory stays at one tensor (chunked for the embedding).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
 import struct
@@ -202,13 +210,134 @@ def write_checkpoint(out: Path, p: dict, seed: int) -> None:
     print(f"wrote {out} ({offset / 1e9:.2f} GB of tensors, {len(specs)} tensors)")
 
 
+# ----------------------------------------------------------------------------- Parakeet-TDT
+
+PARAKEET_PRESETS = {
+    "full": dict(d_model=1024, layers=24, heads=8, sub_channels=256, n_mels=128, conv_kernel=9, pred=640,
+                 pred_layers=2, joint=640, vocab=1024),
+    "small": dict(d_model=128, layers=2, heads=4, sub_channels=32, n_mels=128, conv_kernel=9, pred=64,
+                  pred_layers=2, joint=64, vocab=128),
+}
+PARAKEET_FIXTURE = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
+
+
+def parakeet_tensors(p: dict, rng):
+    """(NeMo name, float32 array) in the checkpoint's order; use_bias=false conformer layers."""
+    d, C, H, V, P, J = p["d_model"], p["sub_channels"], p["heads"], p["vocab"], p["pred"], p["joint"]
+    normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+    yield "preprocessor.featurizer.window", np.hanning(400).astype(np.float32)
+    yield "preprocessor.featurizer.fb", slaney_filterbank(p["n_mels"])
+    e = "encoder.pre_encode."
+    yield e + "out.weight", normal((d, C * p["n_mels"] // 8), (C * p["n_mels"] // 8) ** -0.5)
+    yield e + "out.bias", normal((d,), 0.02)
+    for k, shape in (("0", (C, 1, 3, 3)), ("2", (C, 1, 3, 3)), ("3", (C, C, 1, 1)), ("5", (C, 1, 3, 3)), ("6", (C, C, 1, 1))):
+        yield e + f"conv.{k}.weight", normal(shape, (shape[1] * 9 if shape[2] == 3 else shape[1]) ** -0.5)
+        yield e + f"conv.{k}.bias", normal((C,), 0.02)
+    for i in range(p["layers"]):
+        L = f"encoder.layers.{i}."
+        for n in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
+            yield L + n + ".weight", 1.0 + normal((d,), 0.1)
+            yield L + n + ".bias", normal((d,), 0.02)
+        for ff in ("feed_forward1", "feed_forward2"):
+            yield L + ff + ".linear1.weight", normal((4 * d, d), d ** -0.5)
+            yield L + ff + ".linear2.weight", normal((d, 4 * d), (4 * d) ** -0.5)
+        for x in ("q", "k", "v", "out", "pos"):
+            yield L + f"self_attn.linear_{x}.weight", normal((d, d), d ** -0.5)
+        yield L + "self_attn.pos_bias_u", normal((H, d // H), 0.1)
+        yield L + "self_attn.pos_bias_v", normal((H, d // H), 0.1)
+        yield L + "conv.pointwise_conv1.weight", normal((2 * d, d, 1), d ** -0.5)
+        yield L + "conv.depthwise_conv.weight", normal((d, 1, p["conv_kernel"]), p["conv_kernel"] ** -0.5)
+        yield L + "conv.batch_norm.weight", 1.0 + normal((d,), 0.1)
+        yield L + "conv.batch_norm.bias", normal((d,), 0.02)
+        yield L + "conv.batch_norm.running_mean", normal((d,), 0.1)
+        yield L + "conv.batch_norm.running_var", rng.uniform(0.5, 1.5, d).astype(np.float32)
+        yield L + "conv.batch_norm.num_batches_tracked", np.array(0, dtype=np.int64)
+        yield L + "conv.pointwise_conv2.weight", normal((d, d, 1), d ** -0.5)
+    embed = normal((V + 1, P), 1.0)
+    embed[V] = 0  # the blank row is the padding row
+    yield "decoder.prediction.embed.weight", embed
+    for k in range(p["pred_layers"]):
+        s = "decoder.prediction.dec_rnn.lstm."
+        for w in ("weight_ih", "weight_hh"):
+            yield s + f"{w}_l{k}", rng.uniform(-P ** -0.5, P ** -0.5, (4 * P, P)).astype(np.float32)
+        for b in ("bias_ih", "bias_hh"):
+            yield s + f"{b}_l{k}", rng.uniform(-P ** -0.5, P ** -0.5, 4 * P).astype(np.float32)
+    yield "joint.pred.weight", normal((J, P), P ** -0.5)
+    yield "joint.pred.bias", normal((J,), 0.02)
+    yield "joint.enc.weight", normal((J, d), d ** -0.5)
+    yield "joint.enc.bias", normal((J,), 0.02)
+    yield "joint.joint_net.2.weight", normal((V + 1 + 5, J), J ** -0.5)
+    # Biases that make the random joint decode like a trained one: mostly blanks, tokens that move on
+    # (a duration of 0 rare), so the decode does about the work a real transcript needs.
+    bias = normal((V + 1 + 5,), 0.02)
+    bias[V] += 1.0
+    bias[V + 1:] += np.array([-4.0, 1.0, 1.0, 0.5, 0.0], dtype=np.float32)
+    yield "joint.joint_net.2.bias", bias
+
+
+def parakeet_tokenizer(vocab: int, tmp: Path) -> dict:
+    """SentencePiece files named as NeMo stores them: the fixture's for its vocabulary size, else trained."""
+    from nemo_archive import NemoArchive
+    import sentencepiece as spm
+    fixture = NemoArchive(PARAKEET_FIXTURE)
+    model = fixture.member(fixture.config["tokenizer"]["model_path"])
+    if spm.SentencePieceProcessor(model_proto=model).get_piece_size() != vocab:
+        lines = []
+        for f in sorted(Path("/usr/share/common-licenses").iterdir()):
+            if f.is_file():
+                lines += [ln.strip().lower() for ln in f.read_text(encoding="utf-8", errors="ignore").splitlines() if ln.strip()]
+        buf = io.BytesIO()
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=buf, vocab_size=vocab, model_type="bpe",
+                                       character_coverage=1.0, bos_id=-1, eos_id=-1, pad_id=-1, minloglevel=2)
+        model = buf.getvalue()
+    sp = spm.SentencePieceProcessor(model_proto=model)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    names = {"model": "0" * 32 + "_tokenizer.model", "vocab": "1" * 32 + "_tokenizer.vocab", "txt": "2" * 32 + "_vocab.txt"}
+    (tmp / names["model"]).write_bytes(model)
+    (tmp / names["vocab"]).write_text("".join(f"{p}\t{sp.get_score(i)}\n" for i, p in enumerate(pieces)), encoding="utf-8")
+    (tmp / names["txt"]).write_text("".join((p[1:] if p.startswith("\u2581") else "##" + p) + "\n"
+                                            for p in pieces if p != "<unk>"), encoding="utf-8")
+    return {"names": names, "pieces": pieces}
+
+
+def write_parakeet(out: Path, preset: str, seed: int) -> None:
+    from nemo_archive import NemoArchive, write_nemo, write_torch_checkpoint
+    p = PARAKEET_PRESETS[preset]
+    tmp = out / "parts"
+    tmp.mkdir(parents=True, exist_ok=True)
+    tok = parakeet_tokenizer(p["vocab"], tmp)
+    cfg = NemoArchive(PARAKEET_FIXTURE).config
+    cfg["model_defaults"].update(enc_hidden=p["d_model"], pred_hidden=p["pred"], joint_hidden=p["joint"])
+    cfg["encoder"].update(n_layers=p["layers"], d_model=p["d_model"], n_heads=p["heads"],
+                          subsampling_conv_channels=p["sub_channels"], feat_in=p["n_mels"], conv_kernel_size=p["conv_kernel"])
+    cfg["decoder"]["prednet"].update(pred_hidden=p["pred"], pred_rnn_layers=p["pred_layers"])
+    cfg["decoder"]["vocab_size"] = p["vocab"]
+    cfg["joint"]["jointnet"].update(joint_hidden=p["joint"], encoder_hidden=p["d_model"], pred_hidden=p["pred"])
+    cfg["joint"]["num_classes"] = p["vocab"]
+    cfg["joint"]["vocabulary"] = tok["pieces"]
+    cfg["labels"] = tok["pieces"]
+    cfg["tokenizer"].update(model_path="nemo:" + tok["names"]["model"], spe_tokenizer_vocab="nemo:" + tok["names"]["vocab"],
+                            vocab_path="nemo:" + tok["names"]["txt"])
+    import yaml
+    (tmp / "model_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_torch_checkpoint(tmp / "model_weights.ckpt", parakeet_tensors(p, np.random.default_rng(seed)))
+    files = {name: tmp / name for name in ["model_config.yaml", "model_weights.ckpt", *tok["names"].values()]}
+    write_nemo(out / "model.nemo", files)
+    shutil.rmtree(tmp)
+    print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt"], default="canary-qwen")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--tokenizer-from", default=str(ROOT / "tests" / "fixtures" / "canary-qwen-tiny" / "llm"))
     a = ap.parse_args()
+    if a.family == "parakeet-tdt":
+        write_parakeet(Path(a.out), a.preset, a.seed)
+        return 0
     p = PRESETS[a.preset]
     out = Path(a.out)
     (out / "checkpoint").mkdir(parents=True, exist_ok=True)

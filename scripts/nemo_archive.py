@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import struct
 import tarfile
 import zipfile
 from pathlib import Path
@@ -154,3 +155,77 @@ class NemoArchive:
 
     def checkpoint(self) -> TorchCheckpoint:
         return TorchCheckpoint(self.member("model_weights.ckpt"), f"{self.path}:model_weights.ckpt")
+
+
+# ----------------------------------------------------------------------------- writing (synthetic checkpoints)
+
+_DTYPE_STORAGE = {np.dtype(np.float32): "FloatStorage", np.dtype(np.int64): "LongStorage",
+                  np.dtype(np.float16): "HalfStorage"}
+
+
+def _state_dict_pickle(entries) -> bytes:
+    """Protocol-2 pickle of an OrderedDict name -> tensor, as torch.save writes it (written opcode by opcode:
+    no torch needed). entries: (name, storage class name, storage key, shape)."""
+    out = bytearray(b"\x80\x02")
+
+    def glob(module, name):
+        out.extend(b"c" + f"{module}\n{name}\n".encode())
+
+    def text(s):
+        b = s.encode()
+        out.extend(b"X" + struct.pack("<I", len(b)) + b)
+
+    def integer(i):
+        out.extend(b"J" + struct.pack("<i", i))
+
+    def ints(values):
+        out.extend(b"(")
+        for v in values:
+            integer(v)
+        out.extend(b"t")
+
+    glob("collections", "OrderedDict")
+    out.extend(b")R(")
+    for name, storage, key, shape in entries:
+        text(name)
+        glob("torch._utils", "_rebuild_tensor_v2")
+        out.extend(b"((")
+        text("storage")
+        glob("torch", storage)
+        text(key)
+        text("cpu")
+        integer(int(np.prod(shape)) if shape else 1)
+        out.extend(b"tQ")  # the persistent id tuple, BINPERSID
+        integer(0)
+        ints(shape)
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.insert(0, acc)
+            acc *= s
+        ints(strides)
+        out.extend(b"\x89")  # requires_grad False
+        glob("collections", "OrderedDict")
+        out.extend(b")Rt")  # backward hooks, end of the argument tuple
+        out.extend(b"R")
+    out.extend(b"u.")
+    return bytes(out)
+
+
+def write_torch_checkpoint(path: Path, tensors) -> None:
+    """A torch.save zip of the state dict; tensors: iterable of (name, ndarray), each written as it comes."""
+    entries = []
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for i, (name, arr) in enumerate(tensors):
+            arr = np.require(arr, requirements="C")  # keeps 0-d tensors 0-d
+            entries.append((name, _DTYPE_STORAGE[arr.dtype], str(i), tuple(arr.shape)))
+            z.writestr(f"model_weights/data/{i}", arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+        z.writestr("model_weights/data.pkl", _state_dict_pickle(entries))
+        z.writestr("model_weights/version", "3\n")
+
+
+def write_nemo(path: Path, files: dict) -> None:
+    """A .nemo tar (uncompressed, members under ./ as NeMo's SaveRestoreConnector writes them); files: member
+    name -> source path."""
+    with tarfile.open(path, "w:") as tar:
+        for name, src in sorted(files.items()):
+            tar.add(str(src), arcname="./" + name)
