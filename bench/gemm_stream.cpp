@@ -1,11 +1,11 @@
 // The LM's products as they run in the model: LAYERS layers of Qwen3-1.7B's weight shapes (q, k, v,
 // o, gate, up, down; 8 layers are 800 MB at BF16, more than any cache) against COLUMNS activation
 // columns (152: jfk's prefill; 1: a decode step), all in one graph, so that every weight streams in
-// from memory. Ours (core/matmul's choice: our GEMM, our GEMV, or ggml's where we have none) and
+// from memory. Ours (ops::matmul's choice: our GEMM, our GEMV, or ggml's where we have none) and
 // ggml's mul_mat run alternately in this one process, on the same weights and threads; it prints both
 // and the ratio.
 //   gemm-stream-bench [TYPE=bf16|q8_0|q4_K|q6_K|f32] [THREADS=2] [ROUNDS=5] [COLUMNS=152] [LAYERS=8]
-#include "core/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/avx512_gemm.h"
 
 #include "ggml-alloc.h"
@@ -83,7 +83,7 @@ int main(int argc, char ** argv) {
         ggml_cgraph * gf = ggml_new_graph_custom(ctx, 1024, false);
         for (ggml_tensor * w : weights) {
             ggml_tensor * x = w->ne[0] == 2048 ? x_narrow : x_wide;
-            ggml_build_forward_expand(gf, ours ? transcribe::matmul(ctx, w, x) : ggml_mul_mat(ctx, w, x));
+            ggml_build_forward_expand(gf, ours ? transcribe::ops::matmul(ctx, w, x) : ggml_mul_mat(ctx, w, x));
         }
         *ctx_out = ctx;
         return gf;

@@ -4,7 +4,7 @@
 // so the results agree to F32 rounding, which grows with K: the bound below is 1e-5 of the largest |y|
 // (measured: up to 6.3e-7 for Q8_0 and 1.4e-6 for Q4_K, 2.1e-6 for BF16 at K = 6144). A wrong layout,
 // scale or correction term is off by the size of y itself.
-#include "core/matmul.h"
+#include "ops/matmul.h"
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
 #include "support.h"
@@ -154,7 +154,7 @@ TEST(Avx512GemmBias, Fused_bias_matches_ggml_add) {
         }
         ggml_backend_tensor_set(b, bias.data(), 0, bias.size() * sizeof(float));
         const std::vector<float> ref  = o.compute([&](ggml_context * c) { return ggml_add(c, ggml_mul_mat(c, o.w, o.x), b); });
-        const std::vector<float> ours = o.compute([&](ggml_context * c) { return matmul(c, o.w, o.x, b); });
+        const std::vector<float> ours = o.compute([&](ggml_context * c) { return ops::matmul(c, o.w, o.x, b); });
         EXPECT_LE(test::max_abs_diff(ours, ref), 1e-5f * test::max_abs(ref)) << ggml_type_name(type);
         ggml_backend_buffer_free(bbuf);
         ggml_free(bctx);
@@ -176,9 +176,9 @@ TEST(Avx512GemmPolicy, Taken_for_host_q8_0_and_q4_k_weights_and_enough_columns_o
     EXPECT_FALSE(avx512_gemm_applies(q5k.w, q5k.x));       // no kernel for Q5_K
     ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
     ggml_context * ctx = ggml_init(p);
-    ggml_tensor * y = matmul(ctx, wide.w, wide.x);
+    ggml_tensor * y = ops::matmul(ctx, wide.w, wide.x);
     EXPECT_EQ(y->op, GGML_OP_CUSTOM);
-    EXPECT_EQ(matmul(ctx, narrow.w, narrow.x)->op, GGML_OP_MUL_MAT);
+    EXPECT_EQ(ops::matmul(ctx, narrow.w, narrow.x)->op, GGML_OP_MUL_MAT);
     ggml_free(ctx);
 }
 
@@ -233,7 +233,7 @@ TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_weights_of_our_types_with_a_
     ggml_backend_tensor_set(b, bias.data(), 0, bias.size() * sizeof(float));
     const std::vector<float> ref  = one.compute([&](ggml_context * c) { return ggml_add(c, ggml_mul_mat(c, one.w, one.x), b); });
     const std::vector<float> ours = one.compute([&](ggml_context * c) {
-        ggml_tensor * y = matmul(c, one.w, one.x, b);
+        ggml_tensor * y = ops::matmul(c, one.w, one.x, b);
         EXPECT_EQ(y->op, GGML_OP_CUSTOM); // the bias in the kernel, no add
         return y;
     });

@@ -3,6 +3,7 @@
 // cache values. Both compute in F32; the sums run in another order and e^x is the same polynomial, so they agree to a few F32
 // roundings (bound 1e-5 of the largest output).
 #include "kernels/causal_attention.h"
+#include "ops/attention.h"
 #include "support.h"
 
 #include "ggml-alloc.h"

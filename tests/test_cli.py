@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""transcribe-cli end to end: usage: test_cli.py CLI MODELS_DIR FIXTURE_DIR"""
+"""transcribe-cli end to end: usage: test_cli.py CLI MODELS_DIR FIXTURE_DIR PARAKEET_FIXTURE_DIR"""
 import json
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
+import wave
 from pathlib import Path
 
 CLI, MODELS, FIXTURE = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 F32 = str(MODELS / "canary-qwen-tiny-f32.gguf")
 JFK = str(FIXTURE / "audio" / "jfk.wav")
+PARAKEET_FIXTURE = Path(sys.argv[4])
+PARAKEET = str(MODELS / "parakeet-tdt-tiny-f32.gguf")
+FRAME_MS = 80  # Parakeet's encoder frame: 10 ms hop x 8
 
 
 def cli(*args):
@@ -85,6 +90,77 @@ class Cli(unittest.TestCase):
                 self.assertEqual(len(err), 1, (args, err))
                 self.assertIn(needle, err[0])
                 self.assertTrue(err[0].startswith("transcribe-cli: error:"), err[0])
+
+
+class ParakeetCli(unittest.TestCase):
+    def test_json_words_are_nemos(self):
+        """--json with a word-timed model: words (top level and per segment) with NeMo's texts and times."""
+        for clip in ("jfk", "jfk_div8", "tone_noise_3s"):
+            hyp = json.loads((PARAKEET_FIXTURE / "golden" / clip / "hypothesis.json").read_text())
+            r = cli("-m", PARAKEET, "--json", str(PARAKEET_FIXTURE / "audio" / f"{clip}.wav"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            self.assertEqual(j["text"], hyp["text"])
+            want = [{"word": w["word"], "t0_ms": w["start_offset"] * FRAME_MS, "t1_ms": w["end_offset"] * FRAME_MS}
+                    for w in hyp["timestamp"]["word"]]
+            self.assertEqual(j["words"], want, clip)
+            self.assertEqual([w for s in j["segments"] for w in s["words"]], want, clip)
+            self.assertEqual([s["text"] for s in j["segments"]], [s["segment"] for s in hyp["timestamp"]["segment"]])
+        r = cli("-m", PARAKEET, "--json", "--timestamps", "segment", JFK)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertNotIn("words", j)
+        self.assertNotIn("words", j["segments"][0])
+
+    def test_subtitle_cues_follow_words(self):
+        r = cli("-m", PARAKEET, "--format", "srt", JFK)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        words = json.loads(cli("-m", PARAKEET, "--json", JFK).stdout)["words"]
+        cues = r.stdout.decode().strip().split("\n\n")
+        self.assertGreater(len(cues), 1)
+        joined = []
+        for cue in cues:
+            _, times, text = cue.split("\n", 2)
+            self.assertLessEqual(len(text), 42, cue)
+            t0, t1 = [int(t[:2]) * 3600000 + int(t[3:5]) * 60000 + int(t[6:8]) * 1000 + int(t[9:12])
+                      for t in times.split(" --> ")]
+            self.assertLessEqual(t1 - t0, 7000, cue)
+            joined += text.split(" ")
+            self.assertIn(t0, [w["t0_ms"] for w in words])
+            self.assertIn(t1, [w["t1_ms"] for w in words])
+        self.assertEqual(joined, [w["word"] for w in words])
+
+    def test_word_timestamps_need_a_model_that_gives_them(self):
+        r = cli("-m", F32, "--timestamps", "word", JFK)
+        self.assertEqual(r.returncode, 1)
+        err = r.stderr.decode().strip().splitlines()
+        self.assertEqual(len(err), 1, err)
+        self.assertIn("gives no word times", err[0])
+
+    def test_long_audio_keeps_each_pieces_words(self):
+        """Four copies of jfk with 2 s of silence between them, cut into 15 s pieces: every copy gets words,
+        at times inside that copy (each piece's words shifted by where the piece starts), in order."""
+        with wave.open(JFK) as w:
+            rate, pcm = w.getframerate(), w.readframes(w.getnframes())
+        gap = b"\0\0" * (2 * rate)
+        period_ms = (len(pcm) // 2 + 2 * rate) * 1000 // rate
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "long.wav"
+            with wave.open(str(path), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(rate)
+                w.writeframes((pcm + gap) * 4)
+            r = cli("-m", PARAKEET, "--json", "--chunk-ms", "15000", str(path))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+        words = j["words"]
+        self.assertEqual([w["t0_ms"] for w in words], sorted(w["t0_ms"] for w in words))
+        self.assertEqual(sum(len(s["words"]) for s in j["segments"]), len(words))
+        for k in range(4):  # a piece per copy (cut in the silence): words starting in that copy's speech
+            inside = [w for w in words if k * period_ms <= w["t0_ms"] < k * period_ms + 11000]
+            self.assertGreaterEqual(len(inside), 3, k)
+        self.assertTrue(all(w["t1_ms"] <= 4 * period_ms for w in words))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 // same F32 squares, mean, scale and products as ggml's rms_norm and mul; only the order of the double
 // sum differs, so the results agree to within one F32 rounding (bound 1e-6 of the largest value).
 #include "kernels/norms.h"
+#include "ops/norms.h"
 #include "support.h"
 
 #include "ggml-alloc.h"

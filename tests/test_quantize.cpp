@@ -3,7 +3,7 @@
 // (only the 256- and 512-wide rows take K-quants); the full-size figures are in bench/RESULTS.md.
 #include "support.h"
 
-#include "core/matmul.h"
+#include "ops/matmul.h"
 #include "core/model_file.h"
 
 #include "ggml-backend.h"

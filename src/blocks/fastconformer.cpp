@@ -1,8 +1,8 @@
 #include "fastconformer.h"
 
 #include "core/error.h"
-#include "core/matmul.h"
-#include "kernels/norms.h"
+#include "ops/matmul.h"
+#include "ops/norms.h"
 
 #include "ggml-alloc.h"
 
@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 
-ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) { return matmul(ctx, w, x, b); }
+ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) { return ops::matmul(ctx, w, x, b); }
 
 // The subsampling's feature maps are kept channels-first in memory ([C, W, H]: each position's
 // channels contiguous): the pointwise convolutions are then plain products, the bias adds and masks
@@ -169,10 +169,7 @@ int FastConformer::subsampled_length(int n_valid_frames) {
 }
 
 ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n) const {
-    if (layer_norm_op_applies(x, n.w, n.b)) {
-        return layer_norm_op(ctx, x, n.w, n.b, hp_.ln_eps);
-    }
-    return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, hp_.ln_eps), n.w), n.b);
+    return ops::layer_norm(ctx, x, n.w, n.b, hp_.ln_eps);
 }
 
 ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, const Linear & up, const Linear & down) const {
@@ -192,7 +189,7 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
     ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.q.w, l.q.b), hd, H, T_pad);
     ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.k.w, l.k.b), hd, H, T_pad);
     ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.v.w, l.v.b), hd, H, T_pad);
-    ggml_tensor * p = ggml_reshape_3d(ctx, matmul(ctx, l.pos_w, pos), hd, H, R);
+    ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, R);
 
     ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3)); // [hd, T_pad, H]
     ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));

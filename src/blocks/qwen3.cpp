@@ -1,9 +1,9 @@
 #include "qwen3.h"
 
 #include "core/error.h"
-#include "core/matmul.h"
-#include "kernels/causal_attention.h"
-#include "kernels/norms.h"
+#include "ops/matmul.h"
+#include "ops/attention.h"
+#include "ops/norms.h"
 
 #include "ggml-alloc.h"
 
@@ -72,8 +72,8 @@ Qwen3::Projection Qwen3::projection(const ModelFile & f, const std::string & nam
 }
 
 ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const {
-    ggml_tensor * y = matmul(ctx, p.w, x);
-    return p.lora_a ? ggml_add(ctx, y, matmul(ctx, p.lora_b, matmul(ctx, p.lora_a, x))) : y;
+    ggml_tensor * y = ops::matmul(ctx, p.w, x);
+    return p.lora_a ? ggml_add(ctx, y, ops::matmul(ctx, p.lora_b, ops::matmul(ctx, p.lora_a, x))) : y;
 }
 
 ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
@@ -81,9 +81,7 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
                            const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out) const {
     const int64_t T = x->ne[1], hd = hp_.head_dim, nh = hp_.n_heads, nkv = hp_.n_kv_heads;
     const float   scale = 1.0f / std::sqrt(float(hd));
-    auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) {
-        return rms_norm_op_applies(t, w) ? rms_norm_op(ctx, t, w, hp_.rms_eps) : ggml_mul(ctx, ggml_rms_norm(ctx, t, hp_.rms_eps), w);
-    };
+    auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) { return ops::rms_norm(ctx, t, w, hp_.rms_eps); };
     auto rope = [&](ggml_tensor * t) {
         return ggml_rope_ext(ctx, t, pos, nullptr, int(hd), GGML_ROPE_TYPE_NEOX, hp_.n_ctx_train, hp_.rope_theta, 1.0f,
                              0.0f, 1.0f, 0.0f, 0.0f);
@@ -92,7 +90,7 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         const Layer & l = layers_[il];
         ggml_tensor * h = rms_norm(x, l.attn_norm);
         ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, apply(ctx, l.q, h), hd, nh, T), l.q_norm));
-        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, matmul(ctx, l.k, h), hd, nkv, T), l.k_norm));
+        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, ops::matmul(ctx, l.k, h), hd, nkv, T), l.k_norm));
         ggml_tensor * v = apply(ctx, l.v, h);
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
@@ -101,33 +99,18 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * v_all = ggml_set_rows(ctx, v_cache[il], v, kv_idx);
         ggml_build_forward_expand(gf, k_all);
         ggml_build_forward_expand(gf, v_all);
-        const size_t  es = ggml_element_size(k_cache[il]);
-        ggml_tensor * kv = ggml_view_3d(ctx, k_all, hd, nkv, n_kv, size_t(hd) * es, k_cache[il]->nb[1], 0);
-        ggml_tensor * vv = ggml_view_3d(ctx, v_all, hd, nkv, n_kv, size_t(hd) * es, v_cache[il]->nb[1], 0);
-        // Flash attention reads K and V where they lie in the cache (no transposed copy of V per step)
-        // and keeps the softmax in F32. A prompt from position 0 and a decode step are plain causal
-        // attention, which our ops compute several times faster on CPU.
-        ggml_tensor * o = nullptr; // [hd, nh, T]
-        if (n_kv == T && causal_attention_op_applies(q, k_all, v_all)) {
-            o = causal_attention_op(ctx, q, k_all, v_all, scale);
-        } else if (T == 1 && decode_attention_op_applies(q, k_all, v_all, pos)) {
-            o = decode_attention_op(ctx, q, k_all, v_all, pos, scale);
-        } else {
-            o = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), ggml_permute(ctx, kv, 0, 2, 1, 3),
-                                    ggml_permute(ctx, vv, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
-            ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
-        }
+        ggml_tensor * o = ops::causal_attention(ctx, q, k_all, v_all, pos, mask, n_kv, scale); // [hd, nh, T]
         ggml_tensor * o2 = ggml_reshape_2d(ctx, o, hd * nh, T);
         if (il + 1 == layers_.size() && n_out > 0 && n_out < T) {
             // Nothing reads the other rows past the last attention: skip their projection and FFN.
             o2 = ggml_view_2d(ctx, o2, o2->ne[0], n_out, o2->nb[1], size_t(T - n_out) * o2->nb[1]);
             x  = ggml_view_2d(ctx, x, x->ne[0], n_out, x->nb[1], size_t(T - n_out) * x->nb[1]);
         }
-        x = ggml_add(ctx, x, matmul(ctx, l.o, o2));
+        x = ggml_add(ctx, x, ops::matmul(ctx, l.o, o2));
 
         ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
-        ggml_tensor * ff = ggml_swiglu_split(ctx, matmul(ctx, l.gate, h2), matmul(ctx, l.up, h2));
-        x = ggml_add(ctx, x, matmul(ctx, l.down, ff));
+        ggml_tensor * ff = ggml_swiglu_split(ctx, ops::matmul(ctx, l.gate, h2), ops::matmul(ctx, l.up, h2));
+        x = ggml_add(ctx, x, ops::matmul(ctx, l.down, ff));
     }
     return rms_norm(x, out_norm_);
 }

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/backend.h"
-#include "core/matmul.h"
+#include "ops/matmul.h"
 #include "core/model_file.h"
 
 #include <map>
@@ -41,7 +41,7 @@ public:
                         ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
                         const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out = 0) const;
     ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ggml_get_rows(ctx, tok_embd_, ids); }
-    ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return matmul(ctx, tok_embd_, h); }
+    ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, tok_embd_, h); }
 
 private:
     // A projection W x, plus B (A x) where the file keeps a LoRA adapter beside W (B pre-scaled).

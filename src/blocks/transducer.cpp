@@ -3,7 +3,7 @@
 #include "lstm.h"
 
 #include "core/error.h"
-#include "core/matmul.h"
+#include "ops/matmul.h"
 
 namespace transcribe {
 
@@ -31,7 +31,7 @@ Transducer::Transducer(const ModelFile & f, const TransducerHParams & hp, int en
 }
 
 ggml_tensor * Transducer::project_encoder(ggml_context * ctx, ggml_tensor * enc) const {
-    return matmul(ctx, enc_w_, enc, enc_b_);
+    return ops::matmul(ctx, enc_w_, enc, enc_b_);
 }
 
 std::unique_ptr<Graph> Transducer::build_predict() const {
@@ -50,14 +50,14 @@ std::unique_ptr<Graph> Transducer::build_predict() const {
         const Lstm & w = lstm_[size_t(l)];
         ggml_tensor * h = ggml_view_2d(ctx, h_in, P, 1, h_in->nb[1], size_t(l) * h_in->nb[1]);
         ggml_tensor * c = ggml_view_1d(ctx, c_in, P, size_t(l) * c_in->nb[1]);
-        ggml_tensor * z = ggml_add(ctx, ggml_add(ctx, matmul(ctx, w.w_ih, x), matmul(ctx, w.w_hh, h)), w.bias);
+        ggml_tensor * z = ggml_add(ctx, ggml_add(ctx, ops::matmul(ctx, w.w_ih, x), ops::matmul(ctx, w.w_hh, h)), w.bias);
         const LstmState s = lstm_cell(ctx, ggml_reshape_1d(ctx, z, 4 * P), c);
         x     = ggml_reshape_2d(ctx, s.h, P, 1);
         h_out = h_out ? ggml_concat(ctx, h_out, x, 1) : x;
         c_out = c_out ? ggml_concat(ctx, c_out, ggml_reshape_2d(ctx, s.c, P, 1), 1) : ggml_reshape_2d(ctx, s.c, P, 1);
     }
     g->output(x, "pred_out");
-    g->output(matmul(ctx, pred_w_, x, pred_b_), "pred_proj");
+    g->output(ops::matmul(ctx, pred_w_, x, pred_b_), "pred_proj");
     g->output(h_out, "h_out");
     g->output(c_out, "c_out");
     return g;
@@ -67,7 +67,7 @@ std::unique_ptr<Graph> Transducer::build_joint() const {
     auto g = std::make_unique<Graph>(64, "joint");
     ggml_context * ctx = g->ctx();
     ggml_tensor * in = g->input("joint_in", GGML_TYPE_F32, hp_.joint_hidden);
-    g->output(matmul(ctx, out_w_, ggml_relu(ctx, ggml_reshape_2d(ctx, in, hp_.joint_hidden, 1)), out_b_), "logits");
+    g->output(ops::matmul(ctx, out_w_, ggml_relu(ctx, ggml_reshape_2d(ctx, in, hp_.joint_hidden, 1)), out_b_), "logits");
     return g;
 }
 

@@ -185,15 +185,6 @@ void Executor::compute(Graph & g) {
     run(g);
 }
 
-bool in_host_memory(const ggml_tensor * t) {
-    const ggml_tensor * base = t->view_src ? t->view_src : t;
-    return base->buffer && ggml_backend_buffer_is_host(base->buffer);
-}
-
-bool is_host_f32_vector(const ggml_tensor * t, int64_t n) {
-    return t && t->type == GGML_TYPE_F32 && ggml_is_contiguous(t) && ggml_nelements(t) == n && in_host_memory(t);
-}
-
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes) {
     if (bytes != ggml_nbytes(t)) {
         fail(TRANSCRIBE_ERR_INTERNAL, "input %s: %zu bytes given, %zu expected", ggml_get_name(t), bytes, ggml_nbytes(t));

@@ -78,13 +78,6 @@ private:
     std::unique_ptr<OpProfile>   profile_ = OpProfile::from_env();
 };
 
-// Whether T's bytes are in host memory, a CPU kernel's to read (a view, such as the KV cache after a
-// graph's writes, lies in its source's buffer, set before the graph is allocated).
-bool in_host_memory(const ggml_tensor * t);
-
-// Whether T is N contiguous F32 values in host memory (a bias or norm weight a CPU kernel can read).
-bool is_host_f32_vector(const ggml_tensor * t, int64_t n);
-
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes);
 template <typename T> void tensor_set(ggml_tensor * t, const std::vector<T> & v) { tensor_set(t, v.data(), v.size() * sizeof(T)); }
 std::vector<float> tensor_get_f32(const ggml_tensor * t);

@@ -3,7 +3,7 @@
 #include "error.h"
 #include "gguf_check.h"
 #include "log.h"
-#include "matmul.h"
+#include "ops/matmul.h"
 #include "parallel.h"
 
 #include "ggml-alloc.h"

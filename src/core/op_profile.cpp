@@ -21,7 +21,7 @@ bool is_metadata_only(const ggml_tensor * t) {
     }
 }
 
-// Our GEMM and GEMV ops (core/matmul.h): the name carries the weight type, src[0] is the activation.
+// Our GEMM and GEMV ops (ops/matmul.h): the name carries the weight type, src[0] is the activation.
 bool is_our_gemm(const ggml_tensor * t) {
     return t->op == GGML_OP_CUSTOM && (std::strncmp(t->name, "avx512_gemm", 11) == 0 || std::strncmp(t->name, "avx512_gemv", 11) == 0);
 }

@@ -2,7 +2,7 @@
 // audio rows spliced into a fixed prompt, greedy decoding (spec ../shared/spec/canary-qwen-2.5b.md).
 #include "blocks/qwen3.h"
 #include "blocks/speech_encoder.h"
-#include "core/matmul.h"
+#include "ops/matmul.h"
 #include "core/npy.h"
 
 #include <cmath>
@@ -89,7 +89,7 @@ CanaryQwenSession::CanaryQwenSession(const CanaryQwenModel & model, const Sessio
     : SessionBase(model.device_, opt),
       model_(model),
       encode_(model.encoder_,
-              [&model](ggml_context * ctx, ggml_tensor * enc) { return matmul(ctx, model.proj_w_, enc, model.proj_b_); }),
+              [&model](ggml_context * ctx, ggml_tensor * enc) { return ops::matmul(ctx, model.proj_w_, enc, model.proj_b_); }),
       decoder_(model.lm_, exec_, opt.kv_type,
                std::min(opt.n_ctx > 0 ? opt.n_ctx : DEFAULT_N_CTX, model.lm_hp_.n_ctx_train)) {}
 

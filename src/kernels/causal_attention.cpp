@@ -1,6 +1,5 @@
 #include "causal_attention.h"
 
-#include "core/backend.h"
 
 #include <algorithm>
 #include <cmath>
@@ -296,20 +295,19 @@ template <template <int, ggml_type> class Pick> ggml_custom_op_t kernel_for(int6
 template <int HD, ggml_type KV> struct Prefill { static constexpr ggml_custom_op_t fn = run<HD, KV>; };
 template <int HD, ggml_type KV> struct Decode { static constexpr ggml_custom_op_t fn = run_decode<HD, KV>; };
 
-// The caches both op read: F16 or F32 alike, in host memory, rows of whole heads that the query heads
-// share evenly.
+// The caches both op read: F16 or F32 alike, rows of whole heads that the query heads share evenly.
 bool caches_apply(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
     const int64_t hd = q->ne[0];
     return cpu_has_avx512() && q->type == GGML_TYPE_F32 && ggml_is_contiguous(q) && (hd == 16 || hd == 64 || hd == 128) &&
            q->ne[3] == 1 && k_cache->type == v_cache->type &&
            (k_cache->type == GGML_TYPE_F16 || k_cache->type == GGML_TYPE_F32) && ggml_is_contiguous(k_cache) &&
            ggml_is_contiguous(v_cache) && k_cache->ne[0] == v_cache->ne[0] && k_cache->ne[0] % hd == 0 &&
-           q->ne[1] % (k_cache->ne[0] / hd) == 0 && in_host_memory(k_cache) && in_host_memory(v_cache);
+           q->ne[1] % (k_cache->ne[0] / hd) == 0;
 }
 
 } // namespace
 
-bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
+bool causal_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache) {
     const int64_t T = q->ne[2];
     return caches_apply(q, k_cache, v_cache) && T > 1 && T <= CAUSAL_ATTENTION_MAX_KEYS && k_cache->ne[1] >= T &&
            v_cache->ne[1] >= T;
@@ -324,7 +322,7 @@ ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
     return ggml_set_name(o, "causal_attention");
 }
 
-bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
+bool decode_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
                                  const ggml_tensor * pos) {
     return caches_apply(q, k_cache, v_cache) && q->ne[2] == 1 && pos->type == GGML_TYPE_I32 && ggml_nelements(pos) == 1;
 }
@@ -340,11 +338,11 @@ ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
 
 #else
 
-bool causal_attention_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
+bool causal_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
 ggml_tensor * causal_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
     return nullptr;
 }
-bool decode_attention_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) {
+bool decode_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) {
     return false;
 }
 ggml_tensor * decode_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {

@@ -16,10 +16,11 @@ namespace transcribe {
 // The longest prompt the op takes (its per-thread scores live on the stack).
 constexpr int64_t CAUSAL_ATTENTION_MAX_KEYS = 1024;
 
-// Whether causal_attention_op() applies: Q [head_dim, heads, T] F32 contiguous with head_dim 128
-// (Qwen3), 64 or 16 (the test fixture's), 1 < T <= CAUSAL_ATTENTION_MAX_KEYS; K and V caches [head_dim *
-// kv_heads, positions >= T] of F16 or F32, heads a multiple of kv_heads; a CPU that runs the kernel.
-bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache);
+// Whether the kernel takes these: Q [head_dim, heads, T] F32 contiguous with head_dim 128 (Qwen3), 64
+// or 16 (the test fixture's), 1 < T <= CAUSAL_ATTENTION_MAX_KEYS; K and V caches [head_dim * kv_heads,
+// positions >= T] of F16 or F32, heads a multiple of kv_heads; a CPU that runs the kernel. The caches
+// must also be in host memory (the op layer checks where they are).
+bool causal_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache);
 
 // softmax(Q K^T * scale, keys j <= query i) V for query i at position i, keys and values from cache
 // rows 0..T-1, query head h reading cache head h / (heads / kv_heads): [head_dim, heads, T] F32, what
@@ -31,7 +32,7 @@ ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
 // Decode: Q [head_dim, heads, 1] at the position POS holds (I32 [1], read when the graph runs: one graph
 // serves every step), against cache rows 0..POS, which must exist in both caches; head pairing, types and
 // result as causal_attention_op. No bound on the position.
-bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
+bool decode_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
                                  const ggml_tensor * pos);
 ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
                                   ggml_tensor * pos, float scale);

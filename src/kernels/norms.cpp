@@ -1,7 +1,5 @@
 #include "norms.h"
 
-#include "core/backend.h"
-
 #include "ggml-backend.h"
 
 #include <cmath>
@@ -82,9 +80,9 @@ void run_rms_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
 
 } // namespace
 
-bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const ggml_tensor * b) {
+bool layer_norm_kernel_takes(const ggml_tensor * x) {
     return cpu_has_avx512() && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0 &&
-           x->ne[2] == 1 && x->ne[3] == 1 && is_host_f32_vector(w, x->ne[0]) && is_host_f32_vector(b, x->ne[0]);
+           x->ne[2] == 1 && x->ne[3] == 1;
 }
 
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
@@ -94,9 +92,8 @@ ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w
     return ggml_set_name(y, "layer_norm");
 }
 
-bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
-    return cpu_has_avx512() && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0 &&
-           is_host_f32_vector(w, x->ne[0]);
+bool rms_norm_kernel_takes(const ggml_tensor * x) {
+    return cpu_has_avx512() && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0;
 }
 
 ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, float eps) {
@@ -108,9 +105,9 @@ ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, 
 
 #else
 
-bool layer_norm_op_applies(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
+bool layer_norm_kernel_takes(const ggml_tensor *) { return false; }
 ggml_tensor * layer_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
-bool rms_norm_op_applies(const ggml_tensor *, const ggml_tensor *) { return false; }
+bool rms_norm_kernel_takes(const ggml_tensor *) { return false; }
 ggml_tensor * rms_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
 
 #endif

@@ -8,16 +8,16 @@
 
 namespace transcribe {
 
-// Whether layer_norm_op() applies: a contiguous F32 matrix X whose rows are normalized, F32 W and B of
-// its row length in host memory, and a CPU that runs the kernel.
-bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const ggml_tensor * b);
+// Whether the kernel takes X: a contiguous F32 matrix whose rows are normalized, on a CPU that runs it.
+// W and B must also be F32 vectors of its row length in host memory (the op layer checks where they are).
+bool layer_norm_kernel_takes(const ggml_tensor * x);
 
 // (x - mean) / sqrt(var + eps) * w + b over each row of X, mean and variance in double precision.
 ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps);
 
-// Whether rms_norm_op() applies: a contiguous F32 tensor X (any number of dimensions) whose rows are
-// normalized, an F32 W of its row length in host memory, and a CPU that runs the kernel.
-bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w);
+// Whether the kernel takes X: a contiguous F32 tensor (any number of dimensions) whose rows are
+// normalized, on a CPU that runs it; W as for the layer norm.
+bool rms_norm_kernel_takes(const ggml_tensor * x);
 
 // x / sqrt(mean(x^2) + eps) * w over each row of X, as ggml_mul(ggml_rms_norm(x, eps), w) computes it:
 // the squares summed in double, the scale rounded to F32 and applied before the weight.

@@ -1,6 +1,7 @@
 #include "matmul.h"
 
-#include "backend.h"
+#include "placement.h"
+
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
 
@@ -131,6 +132,8 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return y;
 }
 
+namespace ops {
+
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     const bool gemm = avx512_gemm_applies(w, x);
     if (gemm || avx512_gemv_applies(w, x)) {
@@ -141,5 +144,7 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     return b ? ggml_add(ctx, y, b) : y;
 }
+
+} // namespace ops
 
 } // namespace transcribe

@@ -1,5 +1,6 @@
-// Matrix products of weights with activations: ggml's mul_mat, or our own integer GEMM kernels
-// (kernels/avx512_gemm.h) where they apply, which is where ggml is slowest on x86.
+// The op layer's matrix product of weights with activations: ggml's mul_mat, or our own integer GEMM
+// and GEMV kernels (kernels/avx512_gemm.h, avx512_gemv.h) where they apply, which is where ggml is
+// slowest on x86.
 #pragma once
 
 #include "ggml.h"
@@ -11,14 +12,16 @@ namespace transcribe {
 // CPU repack buffer), X is a contiguous F32 matrix of at least AVX512_GEMM_MIN_COLS columns (below
 // that the product is bound by reading W, which ggml's GEMV does as well, from the repacked layout
 // where there is one), and the CPU runs it.
+namespace ops {
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
+} // namespace ops
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
 // activation type by a ggml copy (ggml's own quantize_row, as its mul_mat does), then the custom op runs;
 // B, if given, is added in the kernel's epilogue.
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 
-// Whether matmul() would take the kernel for these operands.
+// Whether ops::matmul() would take the kernel for these operands.
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
 
 // One activation column (decode): our GEMV (kernels/avx512_gemv.h), which quantizes X itself, where

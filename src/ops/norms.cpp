@@ -1,0 +1,35 @@
+#include "norms.h"
+
+#include "placement.h"
+
+#include "kernels/norms.h"
+
+namespace transcribe {
+
+bool layer_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w, const ggml_tensor * b) {
+    return layer_norm_kernel_takes(x) && is_host_f32_vector(w, x->ne[0]) && is_host_f32_vector(b, x->ne[0]);
+}
+
+bool rms_norm_op_applies(const ggml_tensor * x, const ggml_tensor * w) {
+    return rms_norm_kernel_takes(x) && is_host_f32_vector(w, x->ne[0]);
+}
+
+namespace ops {
+
+ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
+    if (layer_norm_op_applies(x, w, b)) {
+        return layer_norm_op(ctx, x, w, b, eps);
+    }
+    return ggml_add(ctx, ggml_mul(ctx, ggml_norm(ctx, x, eps), w), b);
+}
+
+ggml_tensor * rms_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, float eps) {
+    if (rms_norm_op_applies(x, w)) {
+        return rms_norm_op(ctx, x, w, eps);
+    }
+    return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), w);
+}
+
+} // namespace ops
+
+} // namespace transcribe
