@@ -1,6 +1,7 @@
 #include "long_audio.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <iterator>
 
@@ -157,8 +158,11 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
         Transcript t = runner.run(x + pieces[i].begin, pieces[i].end - pieces[i].begin, i);
         runner.append(out, t);
         if (t.timed) {
+            // A token's duration can reach past the audio (NeMo's times do, and one piece keeps them); in a
+            // recording cut into pieces, a piece's times stay inside the piece.
             const int64_t start = samples_to_ms(pieces[i].begin, sample_rate);
-            PieceRunner::append_timed(out, t, [start](int64_t ms, bool) { return ms + start; });
+            const int64_t end   = pieces.size() == 1 ? INT64_MAX : samples_to_ms(pieces[i].end, sample_rate);
+            PieceRunner::append_timed(out, t, [start, end](int64_t ms, bool) { return std::min(ms + start, end); });
             if (pieces.size() == 1) { // frames are of one run's encoder output
                 out.token_frames    = std::move(t.token_frames);
                 out.token_durations = std::move(t.token_durations);
