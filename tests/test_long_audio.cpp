@@ -106,3 +106,43 @@ TEST(LongAudio, Pieces_are_transcribed_and_joined_with_times) {
     EXPECT_EQ(t.segments[0].tokens.size(), 16u);
     EXPECT_FALSE(t.segments[0].text.empty());
 }
+
+namespace {
+
+// A model that gives word times: one word per second of the audio it hears, [k s, k s + 0.5 s).
+class TimedWordsSession final : public Session {
+public:
+    Transcript run(const float *, size_t n, const RunOptions &) override {
+        Transcript t;
+        t.timed = true;
+        Segment seg;
+        for (int64_t k = 0; k * kRate < int64_t(n); ++k) {
+            seg.words.push_back({"w" + std::to_string(k), k * 1000, k * 1000 + 500});
+        }
+        seg.t0_ms = 0;
+        seg.t1_ms = seg.words.back().t1_ms;
+        t.segments.push_back(seg);
+        return t;
+    }
+};
+
+} // namespace
+
+TEST(LongAudio, Speech_pieces_map_word_times_back_through_their_regions) {
+    // Regions [1 s, 3 s) and [10 s, 12.2 s) heard back to back (4.2 s): the words at 0-3 s of the piece
+    // lie in the first region, from 2 s on in the second, shifted by where each region starts.
+    std::vector<float> x(size_t(15 * kRate), 0.0f);
+    TimedWordsSession session;
+    const std::vector<SpeechPiece> pieces = {{{{size_t(1 * kRate), size_t(3 * kRate)}, {size_t(10 * kRate), size_t(12.2 * kRate)}}}};
+    auto model = test::load("parakeet-tdt-tiny-f32.gguf"); // its tokenizer: timed pieces never need it
+    const Transcript t = transcribe_speech(session, model->tokenizer(), x.data(), pieces, kRate, RunOptions {});
+    ASSERT_EQ(t.words.size(), 5u);
+    const int64_t want[5][2] = {{1000, 1500}, {2000, 2500}, {10000, 10500}, {11000, 11500}, {12000, 12200}};
+    for (size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(t.words[k].t0_ms, want[k][0]) << k;
+        EXPECT_EQ(t.words[k].t1_ms, want[k][1]) << k;
+    }
+    ASSERT_EQ(t.segments.size(), 1u);
+    EXPECT_EQ(t.segments[0].t0_ms, 1000);
+    EXPECT_EQ(t.segments[0].t1_ms, 12200);
+}
