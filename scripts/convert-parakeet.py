@@ -4,7 +4,9 @@
 Reads the tar, the YAML config, the torch.save'd state dict (restricted unpickler, no torch) and the
 SentencePiece model (python3-sentencepiece); no NeMo. Storage: the FastConformer as for every NeMo
 encoder (convert_common.plan_frontend); prediction-net embedding, LSTM and joint matrices in --outtype,
-their biases in F32 (each LSTM layer's two biases summed: the cell only ever adds both).
+their biases in F32. Each LSTM layer is stored as one matrix [W_ih | W_hh] over the input and the
+previous h stacked (one product a step instead of two) and one bias b_ih + b_hh (the cell only ever
+adds both).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_frontend_keys, gguf, nemo_encoder_hparams,
-                            plan_frontend, run_converter)
+import numpy as np
+
+from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_frontend_keys, as_outtype, gguf,
+                            nemo_encoder_hparams, plan_frontend, run_converter)
 from nemo_archive import NemoArchive
 
 ARCH = "parakeet_tdt"
@@ -102,8 +106,9 @@ def build_plan(src, enc: dict, tdt: dict, outtype: str) -> Plan:
     p.matrix("pred.embd.weight", pred + "embed.weight", (V + 1, P))
     for layer in range(L):
         s, o = f"{pred}dec_rnn.lstm.", f"pred.lstm.{layer}."
-        p.matrix(o + "w_ih", s + f"weight_ih_l{layer}", (4 * P, P))
-        p.matrix(o + "w_hh", s + f"weight_hh_l{layer}", (4 * P, P))
+        w_ih, w_hh = p.need(s + f"weight_ih_l{layer}", (4 * P, P)), p.need(s + f"weight_hh_l{layer}", (4 * P, P))
+        p.custom(o + "weight", (4 * P, 2 * P), outtype,
+                 lambda w_ih=w_ih, w_hh=w_hh: as_outtype(np.concatenate([p.read_f32(w_ih), p.read_f32(w_hh)], axis=1), outtype))
         b_ih, b_hh = p.need(s + f"bias_ih_l{layer}", (4 * P,)), p.need(s + f"bias_hh_l{layer}", (4 * P,))
         p.custom(o + "bias", (4 * P,), "f32", lambda b_ih=b_ih, b_hh=b_hh: p.read_f32(b_ih) + p.read_f32(b_hh))
     p.matrix("joint.enc.weight", "joint.enc.weight", (J, D))

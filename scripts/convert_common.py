@@ -50,6 +50,13 @@ def as_f32(arr: np.ndarray, dtype: str) -> np.ndarray:
     return arr.astype(np.float32)
 
 
+def as_outtype(x: np.ndarray, outtype: str) -> np.ndarray:
+    """An F32 array in the storage type of --outtype (BF16 as bit patterns)."""
+    if outtype == "bf16":
+        return bf16_bits_from_f32(x)
+    return x.astype(np.float16) if outtype == "f16" else x.astype(np.float32)
+
+
 KIND_TO_GGML = {
     "f32": (np.float32, gguf.GGMLQuantizationType.F32, 4),
     "f16": (np.float16, gguf.GGMLQuantizationType.F16, 2),
@@ -87,10 +94,9 @@ class Plan:
 
         def produce():
             arr, dt = self.src.raw(src)
-            if self.outtype == "bf16":
-                return (arr if dt == "BF16" else bf16_bits_from_f32(as_f32(arr, dt))).reshape(final)
-            x = as_f32(arr, dt).reshape(final)
-            return x.astype(np.float16) if self.outtype == "f16" else x
+            if self.outtype == "bf16" and dt == "BF16":
+                return arr.reshape(final)
+            return as_outtype(as_f32(arr, dt).reshape(final), self.outtype)
 
         self.items.append((out, final, self.outtype, produce))
 

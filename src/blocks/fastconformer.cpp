@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "ops/matmul.h"
+#include "ops/conv.h"
 #include "ops/norms.h"
 
 #include "ggml-alloc.h"
@@ -34,22 +35,6 @@ ggml_tensor * depthwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor 
     ggml_tensor * k = ggml_permute(ctx, ggml_cont(ctx, ggml_permute(ctx, w, 2, 3, 1, 0)), 3, 2, 0, 1);
     ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, 1, 1, 1, 1); // laid out as its input
     return ggml_add(ctx, ggml_permute(ctx, y, 1, 2, 0, 3), b);
-}
-
-// The first, full 3x3 convolution (stride 2, padding 1) of the one-channel image x [W, H] plus bias,
-// through an F32 im2col (ggml_conv_2d would round the input to F16): [C, W', H']. The 9-long patches
-// are zero-padded to 16, which ggml's fast F32 matmul needs (without: 3.7 GFLOP/s).
-ggml_tensor * first_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * b) {
-    ggml_tensor * cols = ggml_im2col(ctx, kernel, ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, 1), 2, 2, 1, 1, 1, 1,
-                                     true, GGML_TYPE_F32); // [9, W', H', 1]
-    const int64_t OW = cols->ne[1], OH = cols->ne[2], C = kernel->ne[3], patch = cols->ne[0];
-    ggml_tensor * patches = ggml_reshape_2d(ctx, cols, patch, OW * OH);
-    ggml_tensor * filters = ggml_reshape_2d(ctx, kernel, patch, C);
-    if (const int extra = int(GGML_PAD(patch, 16) - patch)) {
-        patches = ggml_pad(ctx, patches, extra, 0, 0, 0);
-        filters = ggml_pad(ctx, filters, extra, 0, 0, 0);
-    }
-    return ggml_reshape_3d(ctx, ggml_add(ctx, ggml_mul_mat(ctx, filters, patches), b), C, OW, OH);
 }
 
 int ceil_half(int n) { return (n + 1) / 2; }
@@ -235,7 +220,7 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_tensor * m2 = g.input("mask2", GGML_TYPE_F32, C, 1, T2);
     ggml_tensor * m3 = g.input("mask3", GGML_TYPE_F32, C, 1, T3);
 
-    ggml_tensor * x = ggml_mul(ctx, ggml_relu(ctx, first_conv2d(ctx, mel, sub_conv0.w, sub_conv0.b)), m1); // [C, F/2, T1]
+    ggml_tensor * x = ops::first_conv(ctx, mel, sub_conv0.w, sub_conv0.b, m1); // [C, F/2, T1]
     x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw1.w, sub_dw1.b), m2);
     x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw1.w, sub_pw1.b)), m2);
     x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw2.w, sub_dw2.b), m3);

@@ -19,8 +19,7 @@ Transducer::Transducer(const ModelFile & f, const TransducerHParams & hp, int en
     embd_ = f.tensor("pred.embd.weight", {P, V + 1});
     for (int64_t l = 0; l < L; ++l) {
         const std::string p = "pred.lstm." + std::to_string(l) + ".";
-        lstm_.push_back({f.matmul_weight(p + "w_ih", {P, 4 * P}), f.matmul_weight(p + "w_hh", {P, 4 * P}),
-                         f.tensor(p + "bias", {4 * P}, F32)});
+        lstm_.push_back({f.matmul_weight(p + "weight", {2 * P, 4 * P}), f.tensor(p + "bias", {4 * P}, F32)});
     }
     enc_w_  = f.matmul_weight("joint.enc.weight", {encoder_dim, J});
     enc_b_  = f.tensor("joint.enc.bias", {J}, F32);
@@ -50,7 +49,7 @@ std::unique_ptr<Graph> Transducer::build_predict() const {
         const Lstm & w = lstm_[size_t(l)];
         ggml_tensor * h = ggml_view_2d(ctx, h_in, P, 1, h_in->nb[1], size_t(l) * h_in->nb[1]);
         ggml_tensor * c = ggml_view_1d(ctx, c_in, P, size_t(l) * c_in->nb[1]);
-        ggml_tensor * z = ggml_add(ctx, ggml_add(ctx, ops::matmul(ctx, w.w_ih, x), ops::matmul(ctx, w.w_hh, h)), w.bias);
+        ggml_tensor * z = ops::matmul(ctx, w.w, ggml_concat(ctx, x, h, 0), w.bias); // W_ih x + W_hh h + b
         const LstmState s = lstm_cell(ctx, ggml_reshape_1d(ctx, z, 4 * P), c);
         x     = ggml_reshape_2d(ctx, s.h, P, 1);
         h_out = h_out ? ggml_concat(ctx, h_out, x, 1) : x;

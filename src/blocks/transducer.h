@@ -41,7 +41,8 @@ public:
 
 private:
     struct Lstm {
-        ggml_tensor * w_ih = nullptr, * w_hh = nullptr, * bias = nullptr; // bias = b_ih + b_hh
+        ggml_tensor * w    = nullptr; // [W_ih | W_hh]: [2 * pred_hidden] -> [4 * pred_hidden]
+        ggml_tensor * bias = nullptr; // b_ih + b_hh
     };
     TransducerHParams hp_;
     ggml_tensor *     embd_ = nullptr;
