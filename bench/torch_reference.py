@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Plain PyTorch (Debian's python3-torch) implementations of the Canary-Qwen halves at full size with
-random weights, timed on this CPU: the peers of transcribe-bench in bench/compare.sh.
+"""Plain PyTorch (Debian's python3-torch) implementations of the Canary-Qwen halves and of Parakeet-TDT's
+encoder at full size with random weights, timed on this CPU: the peers of transcribe-bench in
+bench/compare.sh and bench/parakeet_compare.sh.
 
   torch_reference.py lm      --threads 2 --prompt 152 --new 24      Qwen3-1.7B prefill + KV-cache decode (bf16)
   torch_reference.py encoder --threads 2 --frames 1101 --dtype f32  mel + FastConformer x32 + projection
+  torch_reference.py encoder --family parakeet ...                   mel + FastConformer x24 (no linear biases)
+                                                                     + the joint's encoder projection (640)
 
 Prints one JSON line of timings."""
 import argparse
@@ -86,7 +89,7 @@ def bench_lm(a):
 
 # ------------------------------------------------------------------------------------------ encoder
 class FastConformer:
-    def __init__(self, dtype, layers=32, d=1024, heads=8, ff=4096, C=256, mels=128, k=9, out=2048):
+    def __init__(self, dtype, layers=32, d=1024, heads=8, ff=4096, C=256, mels=128, k=9, out=2048, bias=True):
         self.dtype, self.d, self.H, self.k = dtype, d, heads, k
         self.window = torch.hann_window(400, periodic=False)
         self.fb = torch.rand(mels, 257) * 0.01
@@ -94,14 +97,15 @@ class FastConformer:
                         dw1=rand(C, 1, 3, 3, dtype=dtype, scale=1 / 3), pw1=rand(C, C, 1, 1, dtype=dtype),
                         dw2=rand(C, 1, 3, 3, dtype=dtype, scale=1 / 3), pw2=rand(C, C, 1, 1, dtype=dtype),
                         out=rand(d, C * mels // 8, dtype=dtype), C=C)
-        lin = lambda o, i: (rand(o, i, dtype=dtype), torch.zeros(o, dtype=dtype))
+        lin = lambda o, i: (rand(o, i, dtype=dtype), torch.zeros(o, dtype=dtype) if bias else None)
         self.layers = [dict(ff1=(lin(ff, d), lin(d, ff)), ff2=(lin(ff, d), lin(d, ff)), q=lin(d, d), k=lin(d, d),
                             v=lin(d, d), o=lin(d, d), pos=rand(d, d, dtype=dtype),
                             u=rand(heads, d // heads, dtype=dtype, scale=0.1), vb=rand(heads, d // heads, dtype=dtype, scale=0.1),
-                            pw1=lin(2 * d, d), dw=rand(d, 1, k, dtype=dtype, scale=k ** -0.5), dwb=torch.zeros(d, dtype=dtype),
+                            pw1=lin(2 * d, d), dw=rand(d, 1, k, dtype=dtype, scale=k ** -0.5),
+                            dwb=torch.zeros(d, dtype=dtype) if bias else None,
                             pw2=lin(d, d), ln=[(torch.ones(d, dtype=dtype), torch.zeros(d, dtype=dtype)) for _ in range(5)])
                        for _ in range(layers)]
-        self.proj = lin(out, d)
+        self.proj = (rand(out, d, dtype=dtype), torch.zeros(out, dtype=dtype))
 
     def mel(self, audio):
         y = torch.cat([audio[:1], audio[1:] - 0.97 * audio[:-1]])
@@ -148,7 +152,8 @@ class FastConformer:
 
 
 def bench_encoder(a):
-    m = FastConformer(torch.bfloat16 if a.dtype == "bf16" else torch.float32)
+    dims = dict(layers=24, out=640, bias=False) if a.family == "parakeet" else {}
+    m = FastConformer(torch.bfloat16 if a.dtype == "bf16" else torch.float32, **dims)
     audio = torch.randn(a.samples) * 0.1
     with torch.no_grad():
         m.forward(audio[:16000])  # warm-up
@@ -170,11 +175,12 @@ def main():
     ap.add_argument("--new", type=int, default=24)
     ap.add_argument("--samples", type=int, default=176000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet"], default="canary-qwen")
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
     out = bench_lm(a) if a.what == "lm" else bench_encoder(a)
-    out.update({"what": a.what, "dtype": a.dtype, "threads": a.threads, "torch": torch.__version__})
+    out.update({"what": a.what, "family": a.family, "dtype": a.dtype, "threads": a.threads, "torch": torch.__version__})
     print(json.dumps(out))
 
 
