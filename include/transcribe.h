@@ -198,7 +198,8 @@ TRANSCRIBE_API void          transcribe_vad_result_free(transcribe_vad_result * 
 
 /* ---------------------------------------------------------------- running */
 typedef struct transcribe_run_params {
-    const char * language;       /* hint; NULL = model default */
+    const char * language;       /* NULL = the model's; otherwise one of transcribe_model_info.languages
+                                    (INVALID_ARG for a language the model does not transcribe) */
     int          max_new_tokens; /* per piece of audio; <= 0: 256 (models with token_budget only) */
     int          chunk_ms;       /* audio longer than this is cut into pieces at pauses, each one a segment;
                                     <= 0: the model's window (40 s for Canary-Qwen) */

@@ -135,6 +135,8 @@ class NemoArchive:
                 self.members = {Path(m.name).name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ConvertError(f"{path}: not a .nemo archive ({exc})")
+        if not self.members:
+            raise ConvertError(f"{path}: not a .nemo archive (no files in it)")
         cfg = self.member("model_config.yaml")
         try:
             import yaml

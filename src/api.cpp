@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <new>
 #include <string>
 #include <thread>
@@ -150,6 +151,20 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
     }
     const RunOptions & o = req.options;
+    if (!o.language.empty()) {
+        // No model here takes a language prompt yet: a language is only accepted as the one it transcribes,
+        // never echoed back as if it had steered anything.
+        bool known = false;
+        std::string list;
+        for (const std::string & l : info.languages) {
+            known = known || strcasecmp(l.c_str(), o.language.c_str()) == 0;
+            list += (list.empty() ? "" : ", ") + l;
+        }
+        if (!known) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "language '%s': model %s transcribes %s only", o.language.c_str(),
+                 info.name.c_str(), list.c_str());
+        }
+    }
     auto r = std::make_unique<transcribe_result>();
     if (req.vad) {
         if (s->vad_serial != req.vad->serial) {

@@ -57,6 +57,63 @@ TEST_F(Api, Model_info) {
     ASSERT_EQ(info.n_languages, 1);
     EXPECT_STREQ(info.languages[0], "en");
     EXPECT_GT(info.load_ms, 0.0);
+    EXPECT_FALSE(info.word_timestamps);
+    EXPECT_FALSE(info.language_prompt);
+    EXPECT_TRUE(info.token_budget);
+}
+
+TEST_F(Api, A_language_the_model_does_not_transcribe_is_refused) {
+    transcribe_session * s = session();
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 2;
+    transcribe_result * r = nullptr;
+    rp.language = "fr";
+    EXPECT_EQ(transcribe_run(s, audio_[1].data(), audio_[1].size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(r, nullptr);
+    EXPECT_NE(std::string(transcribe_last_error()).find("transcribes en only"), std::string::npos);
+    rp.language = "EN";
+    EXPECT_EQ(transcribe_run(s, audio_[1].data(), audio_[1].size(), &rp, &r), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+}
+
+// The word API on a model that gives word times: the words of each segment, then all of them, as the
+// model's transcript has them; out-of-range requests are INVALID_ARG.
+TEST(ApiWords, Words_per_segment_and_overall) {
+    transcribe_load_params lp = transcribe_load_params_init();
+    lp.backend = TRANSCRIBE_BACKEND_CPU;
+    transcribe_model * model = nullptr;
+    ASSERT_EQ(transcribe_model_load(test::model("parakeet-tdt-tiny-f32.gguf").c_str(), &lp, &model), TRANSCRIBE_OK);
+    transcribe_model_info info;
+    ASSERT_EQ(transcribe_model_get_info(model, &info), TRANSCRIBE_OK);
+    EXPECT_TRUE(info.word_timestamps);
+    EXPECT_FALSE(info.token_budget);
+    transcribe_session * s = nullptr;
+    ASSERT_EQ(transcribe_session_create(model, nullptr, &s), TRANSCRIBE_OK);
+    const std::vector<float> pcm = test::parakeet_fixture().wav_16k("jfk_div8");
+    transcribe_result * r = nullptr;
+    ASSERT_EQ(transcribe_run(s, pcm.data(), pcm.size(), nullptr, &r), TRANSCRIBE_OK);
+    const nlohmann::json words = test::parakeet_fixture().golden_json("jfk_div8", "hypothesis.json")["timestamp"]["word"];
+    ASSERT_EQ(transcribe_result_n_words(r, -1), int(words.size()));
+    ASSERT_EQ(transcribe_result_n_segments(r), 1);
+    ASSERT_EQ(transcribe_result_n_words(r, 0), int(words.size()));
+    for (int i = 0; i < int(words.size()); ++i) {
+        transcribe_word all, seg;
+        ASSERT_EQ(transcribe_get_word(r, -1, i, &all), TRANSCRIBE_OK);
+        ASSERT_EQ(transcribe_get_word(r, 0, i, &seg), TRANSCRIBE_OK);
+        EXPECT_EQ(std::string(all.text), words[size_t(i)]["word"].get<std::string>());
+        EXPECT_EQ(all.t0_ms, words[size_t(i)]["start_offset"].get<int64_t>() * 80);
+        EXPECT_EQ(all.t1_ms, words[size_t(i)]["end_offset"].get<int64_t>() * 80);
+        EXPECT_STREQ(all.text, seg.text);
+    }
+    transcribe_word w;
+    EXPECT_EQ(transcribe_get_word(r, -1, int(words.size()), &w), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(transcribe_get_word(r, 1, 0, &w), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(transcribe_result_n_words(r, 7), 0);
+    EXPECT_EQ(transcribe_result_n_words(nullptr, -1), 0);
+    transcribe_result_free(r);
+    transcribe_session_free(s);
+    transcribe_model_free(model);
 }
 
 TEST_F(Api, Batch_equals_serial) {

@@ -218,3 +218,110 @@ class SyntheticCheckpoint(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+PARAKEET_CONVERTER = ROOT / "scripts" / "convert-parakeet.py"
+PARAKEET_NEMO = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
+
+
+def nemo_members(path):
+    import tarfile
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def write_nemo(path, members):
+    import io
+    import tarfile
+    with tarfile.open(path, "w:") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def rewrite_checkpoint(data, edit):
+    """The torch zip with edit(name, bytes) -> bytes applied to every member."""
+    import io
+    import zipfile
+    src, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, edit(name, src.read(name)))
+    return out.getvalue()
+
+
+class ParakeetConverter(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.out = self.tmp / "out.gguf"
+        self.members = nemo_members(PARAKEET_NEMO)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def convert(self, nemo, *extra):
+        return subprocess.run([sys.executable, str(PARAKEET_CONVERTER), "--nemo", str(nemo), "-o", str(self.out), *extra],
+                              capture_output=True, text=True)
+
+    def convert_edited(self, edit):
+        members = dict(self.members)
+        edit(members)
+        path = self.tmp / "edited.nemo"
+        write_nemo(path, members)
+        return self.convert(path)
+
+    def expect_error(self, result, *needles):
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+        self.assertFalse(self.out.exists(), "a failed conversion must not leave a partial file")
+
+    def test_metadata_and_storage(self):
+        r = self.convert(PARAKEET_NEMO, "--outtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        field = lambda k: g.fields[k].parts[g.fields[k].data[0]].tolist()
+        strings = lambda k: [bytes(g.fields[k].parts[i]).decode() for i in g.fields[k].data]
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_tdt")
+        self.assertEqual([g.fields["parakeet_tdt.durations"].parts[i].tolist()[0] for i in g.fields["parakeet_tdt.durations"].data],
+                         [0, 1, 2, 3, 4])
+        self.assertEqual(field("parakeet_tdt.vocab_size"), [128])
+        self.assertEqual(field("parakeet_tdt.max_symbols"), [10])
+        self.assertEqual(strings("parakeet_tdt.punctuation"), ["'", ",", "."])  # the fixture README's set
+        self.assertEqual(field("encoder.xscaling"), [False])
+        types = {t.name: t.tensor_type.name for t in g.tensors}
+        self.assertEqual(types["pred.lstm.0.weight"], "BF16")
+        self.assertEqual(types["pred.lstm.0.bias"], "F32")
+        self.assertEqual(types["joint.out.weight"], "BF16")
+        self.assertEqual(types["enc.blk.0.conv.dw.weight"], "F32")
+        self.assertNotIn("enc.blk.0.attn.q.bias", types)  # use_bias=false: no conformer biases
+
+    def test_missing_and_unreadable_archives(self):
+        self.expect_error(self.convert(self.tmp / "none.nemo"), "not found")
+        (self.tmp / "junk.nemo").write_bytes(b"\x00" * 1000)
+        self.expect_error(self.convert(self.tmp / "junk.nemo"), "not a .nemo archive")
+        self.expect_error(self.convert_edited(lambda m: m.pop("./model_config.yaml")), "model_config.yaml")
+        self.expect_error(self.convert_edited(lambda m: m.update({"./model_config.yaml": b"encoder: [unclosed"})),
+                          "not valid YAML")
+        self.expect_error(self.convert_edited(lambda m: m.update({"./model_weights.ckpt": b"PK\x03\x04 broken"})),
+                          "model_weights.ckpt")
+
+    def test_a_pickle_that_would_run_code_is_refused(self):
+        def poison(members):
+            members["./model_weights.ckpt"] = rewrite_checkpoint(
+                members["./model_weights.ckpt"],
+                lambda name, data: b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00trueR." if name.endswith("data.pkl") else data)
+        self.expect_error(self.convert_edited(poison), "os.system")
+
+    def test_missing_tensor_and_wrong_config(self):
+        def drop(members):
+            members["./model_weights.ckpt"] = rewrite_checkpoint(
+                members["./model_weights.ckpt"],
+                lambda name, data: data.replace(b"joint.joint_net.2.bias", b"joint.joint_net.9.bias"))
+        self.expect_error(self.convert_edited(drop), "missing tensor", "joint.joint_net.2.bias")
+
+        def not_tdt(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"durations", b"other_key")
+        self.expect_error(self.convert_edited(not_tdt), "not a TDT model")
