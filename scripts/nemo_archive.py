@@ -145,7 +145,9 @@ class NemoArchive:
         try:
             self.config = yaml.safe_load(cfg.decode("utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConvertError(f"{path}: model_config.yaml is not valid YAML ({exc})")
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            raise ConvertError(f"{path}: model_config.yaml is not valid YAML{at}: {getattr(exc, 'problem', exc)}")
         if not isinstance(self.config, dict):
             raise ConvertError(f"{path}: model_config.yaml is not a mapping")
 
