@@ -6,7 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy python3-onnx
+packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy python3-onnx python3-yaml
+          python3-sentencepiece
           libsndfile1-dev libsoxr-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
           libcpp-httplib-dev curl clang libclang-rt-dev bc)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -32,6 +33,8 @@ mkdir -p models
     --checkpoint tests/fixtures/canary-qwen-tiny/checkpoint --llm tests/fixtures/canary-qwen-tiny/llm \
     -o models/canary-qwen-tiny.gguf --name canary-qwen-tiny
 /usr/bin/python3 scripts/convert-silero-vad.py .deps/silero-vad/silero_vad_v5.onnx -o models/silero-vad-v5.gguf
+/usr/bin/python3 scripts/convert-parakeet.py --nemo tests/fixtures/parakeet-tdt-tiny/model.nemo \
+    -o models/parakeet-tdt-tiny.gguf --name parakeet-tdt-tiny
 echo "setup: transcribing tests/fixtures/canary-qwen-tiny/audio/jfk.wav (random-weight fixture model: the words are"
 echo "       noise; the speech regions and their times come from the real Silero VAD)"
 build/tools/transcribe-cli -m models/canary-qwen-tiny.gguf --vad models/silero-vad-v5.gguf --max-new-tokens 32 \
