@@ -1,0 +1,105 @@
+"""The Python package against the CLI's JSON (same library, same settings) and the fixtures' goldens."""
+import json
+import subprocess
+import threading
+import wave
+
+import pytest
+
+import transcribe
+
+CANARY_CLIPS = ["jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s"]
+PARAKEET_CLIPS = ["jfk", "jfk_div8", "tone_noise_3s"]
+
+
+def cli_json(paths, model, audio, *extra):
+    r = subprocess.run([str(paths["cli"]), "-m", str(model), "--json", "--threads", "2", *extra, str(audio)],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_canary_text_and_tokens_equal_the_cli(paths):
+    model = transcribe.Model(paths["models"] / "canary-qwen-tiny-f32.gguf", threads=2)
+    assert (model.architecture, model.word_timestamps, model.languages) == ("canary_qwen", False, ["en"])
+    for clip in CANARY_CLIPS:
+        audio = paths["canary"] / "audio" / f"{clip}.wav"
+        want = cli_json(paths, model_path(paths, "canary-qwen-tiny-f32.gguf"), audio, "--max-new-tokens", "16")
+        got = model.transcribe(audio, max_new_tokens=16)
+        assert (got.text, got.tokens, got.truncated) == (want["text"], want["tokens"], want["truncated"]), clip
+        assert [(s.t0_ms, s.t1_ms, s.text) for s in got.segments] == \
+               [(s["t0_ms"], s["t1_ms"], s["text"]) for s in want["segments"]]
+        assert got.words == []
+        assert got.timings["encode_ms"] > 0 and got.timings["n_decode_tokens"] > 0
+
+
+def model_path(paths, name):
+    return paths["models"] / name
+
+
+def test_parakeet_words_are_nemos(paths):
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2)
+    assert model.word_timestamps
+    for clip in PARAKEET_CLIPS:
+        audio = paths["parakeet"] / "audio" / f"{clip}.wav"
+        got = model.transcribe(audio)
+        want = cli_json(paths, model_path(paths, "parakeet-tdt-tiny-f32.gguf"), audio)
+        assert (got.text, got.tokens) == (want["text"], want["tokens"]), clip
+        hyp = json.loads((paths["parakeet"] / "golden" / clip / "hypothesis.json").read_text())
+        assert [(w.word, w.t0_ms, w.t1_ms) for w in got.words] == \
+               [(w["word"], w["start_offset"] * 80, w["end_offset"] * 80) for w in hyp["timestamp"]["word"]]
+        assert [w for s in got.segments for w in s.words] == got.words
+
+
+def test_samples_as_numpy_array_or_plain_sequence(paths):
+    np = pytest.importorskip("numpy")
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2)
+    audio = paths["parakeet"] / "audio" / "jfk_div8.wav"
+    with wave.open(str(audio)) as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768
+    from_file = model.transcribe(audio).text
+    assert model.transcribe(pcm).text == from_file
+    assert model.transcribe(pcm.tolist()).text == from_file
+    # 8 kHz input is resampled to the model's rate (a different signal: just a transcript, no error)
+    assert isinstance(model.transcribe(pcm[::2], sample_rate=8000).text, str)
+
+
+def test_errors_are_exceptions_with_status_and_message(paths, tmp_path):
+    with pytest.raises(transcribe.TranscribeError) as e:
+        transcribe.Model(tmp_path / "missing.gguf")
+    assert e.value.status == "FILE_NOT_FOUND" and "missing.gguf" in e.value.message
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model" * 100)
+    with pytest.raises(transcribe.TranscribeError) as e:
+        transcribe.Model(junk)
+    assert e.value.status == "BAD_GGUF"
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf")
+    text = tmp_path / "notes.wav"
+    text.write_text("not audio" * 100)
+    with pytest.raises(transcribe.TranscribeError) as e:
+        model.transcribe(text)
+    assert e.value.status == "AUDIO_DECODE"
+    with pytest.raises(transcribe.TranscribeError) as e:
+        model.transcribe(paths["parakeet"] / "audio" / "jfk.wav", language="fr")
+    assert e.value.status == "INVALID_ARG" and "en only" in e.value.message
+
+
+def test_threads_each_get_a_session_and_the_same_results(paths):
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=1)
+    clips = [paths["parakeet"] / "audio" / f"{c}.wav" for c in PARAKEET_CLIPS] * 4
+    serial = [model.transcribe(c).text for c in clips]
+    got = [None] * len(clips)
+
+    def work(k):
+        for i in range(k, len(clips), 4):
+            got[i] = model.transcribe(clips[i]).text
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == serial
+    assert len(model._sessions) == 5  # the main thread's and one per worker thread
+    model.close()
+    with pytest.raises(transcribe.TranscribeError):
+        model.transcribe(clips[0])

@@ -1,0 +1,222 @@
+"""Python face of transcribe (speech to text on ggml): the C library through ctypes.
+
+    import transcribe
+    model = transcribe.Model("parakeet.gguf", threads=4)
+    result = model.transcribe("talk.flac")            # or a float32 array of mono samples
+    print(result.text, result.words[:3], result.timings)
+
+A Model holds the weights (shared by every thread); each Python thread that transcribes gets its own
+session (the C library's per-caller state), created on first use. Runs release the GIL (ctypes calls
+into the library do), so threads transcribe in parallel. Failures raise TranscribeError with the
+library's status name and its one-line cause."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from . import _native as N
+
+__all__ = ["Model", "Result", "Segment", "Word", "TranscribeError", "version"]
+
+
+class TranscribeError(RuntimeError):
+    """A library failure: .status is the status name (e.g. "FILE_NOT_FOUND"), .message its cause."""
+
+    def __init__(self, status: int, message: str):
+        self.code = status
+        self.status = N.STATUS_NAMES[status] if 0 <= status < len(N.STATUS_NAMES) else str(status)
+        self.message = message
+        super().__init__(f"{self.status}: {message}" if message else self.status)
+
+
+def _check(status: int) -> None:
+    if status != N.OK:
+        raise TranscribeError(status, (N.last_error() or b"").decode("utf-8", "replace"))
+
+
+def version() -> str:
+    return N.version().decode()
+
+
+def _log_to_python(level, message, user_data):
+    import logging
+    logging.getLogger("transcribe").log((logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)[min(level, 3)],
+                                        message.decode("utf-8", "replace").rstrip())
+
+
+# The library's log goes to Python's logging (logger "transcribe"), not straight to stderr: failures
+# arrive as exceptions, and applications choose what to show.
+_log_callback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)(_log_to_python)
+N.lib.transcribe_log_set.argtypes = [type(_log_callback), ctypes.c_void_p]
+N.lib.transcribe_log_set(_log_callback, None)
+__import__("logging").getLogger("transcribe").addHandler(__import__("logging").NullHandler())
+
+
+@dataclass
+class Word:
+    word: str
+    t0_ms: int
+    t1_ms: int
+
+
+@dataclass
+class Segment:
+    t0_ms: int
+    t1_ms: int
+    text: str
+    tokens: list
+    truncated: bool = False
+    words: list = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    text: str
+    segments: list
+    words: list      # empty unless the model gives word times
+    tokens: list
+    timings: dict
+    truncated: bool = False
+
+
+def _words(r, segment: int) -> list:
+    out, w = [], N.Word()
+    for i in range(N.result_n_words(r, segment)):
+        _check(N.get_word(r, segment, i, ctypes.byref(w)))
+        out.append(Word(w.text.decode("utf-8", "replace"), w.t0_ms, w.t1_ms))
+    return out
+
+
+def _result(r, timings: N.Timings) -> Result:
+    def ids(p, n):
+        return [p[i] for i in range(n)]
+    segments = [Segment(N.segment_t0(r, i), N.segment_t1(r, i), N.segment_text(r, i).decode("utf-8", "replace"),
+                        ids(N.segment_tokens(r, i), N.segment_n_tokens(r, i)), bool(N.segment_truncated(r, i)),
+                        _words(r, i))
+                for i in range(N.result_n_segments(r))]
+    return Result(text=N.result_text(r).decode("utf-8", "replace"), segments=segments, words=_words(r, -1),
+                  tokens=ids(N.result_tokens(r), N.result_n_tokens(r)),
+                  timings={name: getattr(timings, name) for name, _ in N.Timings._fields_},
+                  truncated=bool(N.result_truncated(r)))
+
+
+class Model:
+    """Weights loaded once. threads: CPU threads per run (<= 0: all cores); backend: auto, cpu, cuda,
+    vulkan, metal."""
+
+    def __init__(self, path: Union[str, Path], threads: int = 0, backend: str = "auto", kv_type: str = "f16"):
+        lp = N.load_params_init()
+        b = ctypes.c_int()
+        _check(N.backend_from_name(backend.encode(), ctypes.byref(b)))
+        lp.backend = b.value
+        handle = ctypes.c_void_p()
+        _check(N.model_load(str(path).encode(), ctypes.byref(lp), ctypes.byref(handle)))
+        self._handle = handle
+        self._threads, self._kv = threads, {"f16": 0, "f32": 1}[kv_type]
+        self._local = threading.local()
+        self._sessions = []  # every thread's, freed with the model
+        self._lock = threading.Lock()
+        self._vad = {}
+        info = N.ModelInfo()
+        _check(N.model_get_info(handle, ctypes.byref(info)))
+        self.architecture = info.architecture.decode()
+        self.name = info.name.decode()
+        self.sample_rate = info.sample_rate
+        self.languages = [info.languages[i].decode() for i in range(info.n_languages)]
+        self.word_timestamps = bool(info.word_timestamps)
+
+    def _session(self):
+        s = getattr(self._local, "session", None)
+        if s is None:
+            sp = N.session_params_init()
+            sp.n_threads, sp.kv_type = self._threads, self._kv
+            s = ctypes.c_void_p()
+            _check(N.session_create(self._handle, ctypes.byref(sp), ctypes.byref(s)))
+            self._local.session = s
+            with self._lock:
+                self._sessions.append(s)
+        return s
+
+    def _vad_model(self, path):
+        with self._lock:
+            if path not in self._vad:
+                h = ctypes.c_void_p()
+                _check(N.vad_model_load(str(path).encode(), ctypes.byref(h)))
+                self._vad[path] = h
+            return self._vad[path]
+
+    def transcribe(self, audio: Union[str, Path, Sequence[float]], sample_rate: int = 16000,
+                   max_new_tokens: int = 256, vad: Optional[Union[str, Path]] = None,
+                   language: Optional[str] = None) -> Result:
+        """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
+        array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio."""
+        if self._handle is None:
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
+        a = N.Audio()
+        if isinstance(audio, (str, Path)):
+            _check(N.audio_load(str(audio).encode(), self.sample_rate, ctypes.byref(a)))
+        else:
+            pointer, n, keep = _float32(audio)
+            _check(N.audio_from_pcm(pointer, n, int(sample_rate), 1, self.sample_rate, ctypes.byref(a)))
+            del keep
+        try:
+            rp = N.run_params_init()
+            rp.max_new_tokens = max_new_tokens
+            rp.language = language.encode() if language else None
+            if vad is not None:
+                rp.vad = self._vad_model(str(vad))
+            session, r = self._session(), ctypes.c_void_p()
+            status = N.run(session, a.samples, a.n_samples, ctypes.byref(rp), ctypes.byref(r))
+        finally:
+            N.audio_free(ctypes.byref(a))
+        if status not in (N.OK, N.OUTPUT_TRUNCATED):
+            _check(status)
+        try:
+            t = N.Timings()
+            N.session_get_timings(session, ctypes.byref(t))
+            return _result(r, t)
+        finally:
+            N.result_free(r)
+
+    def close(self) -> None:
+        """Frees the sessions and the weights (also done when the model is garbage-collected)."""
+        if getattr(self, "_handle", None) is None:
+            return
+        for s in self._sessions:
+            N.session_free(s)
+        for h in self._vad.values():
+            N.vad_model_free(h)
+        N.model_free(self._handle)
+        self._handle, self._sessions, self._vad = None, [], {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def _float32(samples):
+    """(pointer, count, owner) of the samples as contiguous float32: numpy arrays are used in place when they
+    already are float32 and contiguous."""
+    float_p = ctypes.POINTER(ctypes.c_float)
+    try:
+        import numpy as np
+        if isinstance(samples, np.ndarray):
+            if samples.ndim != 1:
+                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "samples must be one-dimensional (mono)")
+            arr = np.ascontiguousarray(samples, dtype=np.float32)
+            return arr.ctypes.data_as(float_p), arr.size, arr
+    except ImportError:
+        pass
+    import array
+    buf = samples if isinstance(samples, array.array) and samples.typecode == "f" else array.array("f", samples)
+    address, n = buf.buffer_info()
+    return ctypes.cast(address, float_p), n, buf

@@ -1,0 +1,129 @@
+"""ctypes declarations of include/transcribe.h, and where libtranscribe.so is found."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+c_bool, c_int, c_float, c_double, c_char_p, c_void_p, c_size_t, c_int32, c_int64 = (
+    ctypes.c_bool, ctypes.c_int, ctypes.c_float, ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p,
+    ctypes.c_size_t, ctypes.c_int32, ctypes.c_int64)
+
+STATUS_NAMES = ["OK", "INVALID_ARG", "FILE_NOT_FOUND", "FILE_READ", "BAD_GGUF", "UNSUPPORTED_ARCH", "MISSING_TENSOR",
+                "BAD_SHAPE", "AUDIO_DECODE", "BACKEND", "OOM", "ABORTED", "INPUT_TOO_LONG", "OUTPUT_TRUNCATED",
+                "INTERNAL"]
+OK, OUTPUT_TRUNCATED = 0, STATUS_NAMES.index("OUTPUT_TRUNCATED")
+
+
+class LoadParams(ctypes.Structure):
+    _fields_ = [("backend", c_int), ("device", c_int), ("use_mmap", c_bool), ("cpu_repack", c_bool)]
+
+
+class ModelInfo(ctypes.Structure):
+    _fields_ = [("architecture", c_char_p), ("name", c_char_p), ("backend", c_char_p), ("sample_rate", c_int),
+                ("max_audio_ms", c_int), ("n_vocab", c_int), ("n_languages", c_int),
+                ("languages", ctypes.POINTER(c_char_p)), ("load_ms", c_double), ("word_timestamps", c_bool),
+                ("language_prompt", c_bool), ("token_budget", c_bool)]
+
+
+AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
+ProgressCallback = ctypes.CFUNCTYPE(None, c_float, c_void_p)
+
+
+class SessionParams(ctypes.Structure):
+    _fields_ = [("n_threads", c_int), ("kv_type", c_int), ("n_ctx", c_int), ("abort_callback", AbortCallback),
+                ("abort_user_data", c_void_p), ("progress_callback", ProgressCallback),
+                ("progress_user_data", c_void_p)]
+
+
+class Audio(ctypes.Structure):
+    _fields_ = [("samples", ctypes.POINTER(c_float)), ("n_samples", c_size_t), ("sample_rate", c_int)]
+
+
+class VadParams(ctypes.Structure):
+    _fields_ = [("threshold", c_float), ("neg_threshold", c_float), ("min_speech_ms", c_int),
+                ("min_silence_ms", c_int), ("speech_pad_ms", c_int), ("max_speech_s", c_float)]
+
+
+class RunParams(ctypes.Structure):
+    _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
+                ("vad", c_void_p), ("vad_params", VadParams)]
+
+
+class Timings(ctypes.Structure):
+    _fields_ = [("load_ms", c_double), ("mel_ms", c_double), ("encode_ms", c_double), ("prefill_ms", c_double),
+                ("decode_ms", c_double), ("n_prefill_tokens", c_int), ("n_decode_tokens", c_int),
+                ("vad_ms", c_double)]
+
+
+class Word(ctypes.Structure):
+    _fields_ = [("text", c_char_p), ("t0_ms", c_int64), ("t1_ms", c_int64)]
+
+
+def _candidates() -> list[str]:
+    here = Path(__file__).resolve().parent
+    found = [os.environ.get("TRANSCRIBE_LIBRARY", "")]
+    found += [str(p) for p in sorted(here.glob("libtranscribe.so*"))]           # bundled by setup.py
+    checkout = here.parent.parent.parent                                          # bindings/python/transcribe
+    found += [str(checkout / d / "src" / "libtranscribe.so") for d in ("build", "build-asan")]
+    found += ["libtranscribe.so", "libtranscribe.so.0"]                            # cmake --install (ldconfig)
+    return [f for f in found if f]
+
+
+def _load() -> ctypes.CDLL:
+    errors = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            continue
+        try:
+            return ctypes.CDLL(path)  # CDLL: every call releases the GIL
+        except OSError as exc:
+            errors.append(f"{path}: {exc}")
+    raise ImportError("libtranscribe.so not found (build the project, `cmake --install build`, or set "
+                      "TRANSCRIBE_LIBRARY): " + "; ".join(errors or ["no candidate exists"]))
+
+
+lib = _load()
+
+
+def _fn(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype, f.argtypes = restype, list(argtypes)
+    return f
+
+
+P = ctypes.POINTER
+status_string = _fn("transcribe_status_string", c_char_p, c_int)
+last_error = _fn("transcribe_last_error", c_char_p)
+version = _fn("transcribe_version", c_char_p)
+load_params_init = _fn("transcribe_load_params_init", LoadParams)
+backend_from_name = _fn("transcribe_backend_from_name", c_int, c_char_p, P(c_int))
+model_load = _fn("transcribe_model_load", c_int, c_char_p, P(LoadParams), P(c_void_p))
+model_free = _fn("transcribe_model_free", None, c_void_p)
+model_get_info = _fn("transcribe_model_get_info", c_int, c_void_p, P(ModelInfo))
+session_params_init = _fn("transcribe_session_params_init", SessionParams)
+session_create = _fn("transcribe_session_create", c_int, c_void_p, P(SessionParams), P(c_void_p))
+session_free = _fn("transcribe_session_free", None, c_void_p)
+audio_load = _fn("transcribe_audio_load", c_int, c_char_p, c_int, P(Audio))
+audio_from_pcm = _fn("transcribe_audio_from_pcm", c_int, P(c_float), c_size_t, c_int, c_int, c_int, P(Audio))
+audio_free = _fn("transcribe_audio_free", None, P(Audio))
+vad_model_load = _fn("transcribe_vad_model_load", c_int, c_char_p, P(c_void_p))
+vad_model_free = _fn("transcribe_vad_model_free", None, c_void_p)
+run_params_init = _fn("transcribe_run_params_init", RunParams)
+run = _fn("transcribe_run", c_int, c_void_p, P(c_float), c_size_t, P(RunParams), P(c_void_p))
+result_text = _fn("transcribe_result_text", c_char_p, c_void_p)
+result_truncated = _fn("transcribe_result_truncated", c_bool, c_void_p)
+result_n_tokens = _fn("transcribe_result_n_tokens", c_int, c_void_p)
+result_tokens = _fn("transcribe_result_tokens", P(c_int32), c_void_p)
+result_n_segments = _fn("transcribe_result_n_segments", c_int, c_void_p)
+segment_t0 = _fn("transcribe_result_segment_t0_ms", c_int64, c_void_p, c_int)
+segment_t1 = _fn("transcribe_result_segment_t1_ms", c_int64, c_void_p, c_int)
+segment_text = _fn("transcribe_result_segment_text", c_char_p, c_void_p, c_int)
+segment_truncated = _fn("transcribe_result_segment_truncated", c_bool, c_void_p, c_int)
+segment_n_tokens = _fn("transcribe_result_segment_n_tokens", c_int, c_void_p, c_int)
+segment_tokens = _fn("transcribe_result_segment_tokens", P(c_int32), c_void_p, c_int)
+result_n_words = _fn("transcribe_result_n_words", c_int, c_void_p, c_int)
+get_word = _fn("transcribe_get_word", c_int, c_void_p, c_int, c_int, P(Word))
+result_free = _fn("transcribe_result_free", None, c_void_p)
+session_get_timings = _fn("transcribe_session_get_timings", c_int, c_void_p, P(Timings))

@@ -1,0 +1,185 @@
+"""Transcribe a NeMo manifest on a Dask cluster.
+
+    python3 -m transcribe.batch --model M.gguf --manifest IN.jsonl --out OUT.jsonl
+        [--scheduler ADDRESS] [--workers N] [--threads-per-worker T] [--timestamps] [--resume]
+
+IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are taken from the manifest's
+folder first), optionally `duration` and `text`. Every output line keeps its input fields and adds
+`pred_text` (and `segments` / `words` with --timestamps); a file that fails gets an `error` field
+instead, never a lost line. Lines come out in input order, written as soon as their turn comes, so
+--resume skips what OUT already holds. Without --scheduler a local cluster of N worker processes
+starts here; with one, that cluster's workers are used (each must be able to import this package and
+read the model and audio paths). Each worker loads the model once (a worker plugin) and runs one file at
+a time with T threads. With `text` references the corpus WER is printed at the end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .wer import corpus_wer
+
+PLUGIN_NAME = "transcribe-model"
+
+
+class ModelPlugin:
+    """A Dask worker plugin: the model, loaded once per worker process and kept on the worker."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, model: str, threads: int, max_new_tokens: int, vad: str | None):
+        self.model, self.threads, self.max_new_tokens, self.vad = model, threads, max_new_tokens, vad
+
+    def setup(self, worker):
+        from . import Model
+        worker.transcribe_model = Model(self.model, threads=self.threads)
+        worker.transcribe_options = {"max_new_tokens": self.max_new_tokens, "vad": self.vad}
+
+    def teardown(self, worker):
+        model = getattr(worker, "transcribe_model", None)
+        if model is not None:
+            model.close()
+
+
+def transcribe_entry(path: str, timestamps: bool) -> dict:
+    """The task a worker runs: the fields to add to a manifest line (pred_text..., or error)."""
+    from distributed import get_worker
+
+    from . import TranscribeError
+    worker = get_worker()
+    try:
+        r = worker.transcribe_model.transcribe(path, **worker.transcribe_options)
+    except TranscribeError as exc:
+        return {"error": str(exc)}
+    out = {"pred_text": r.text.strip()}
+    if timestamps:
+        out["segments"] = [{"t0_ms": s.t0_ms, "t1_ms": s.t1_ms, "text": s.text.strip()} for s in r.segments]
+        out["words"] = [{"word": w.word, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms} for w in r.words]
+    return out
+
+
+def read_manifest(path: Path) -> list:
+    """(entry, resolved audio path or None, parse error or None) per non-empty line."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                if not isinstance(entry, dict) or not isinstance(entry.get("audio_filepath"), str):
+                    raise ValueError("no audio_filepath")
+            except ValueError as exc:
+                rows.append(({"manifest_line": n, "raw": line.rstrip("\n")}, None, f"line {n}: not a manifest entry ({exc})"))
+                continue
+            audio = Path(entry["audio_filepath"])
+            if not audio.is_absolute() and (path.parent / audio).exists():
+                audio = path.parent / audio
+            rows.append((entry, str(audio), None))
+    return rows
+
+
+def already_done(out: Path, rows: list) -> int:
+    """How many leading lines of OUT match the manifest (a partly written last line is dropped)."""
+    if not out.exists():
+        return 0
+    done, keep = 0, 0
+    with open(out, "rb") as f:
+        data = f.read()
+    for line in data.split(b"\n"):
+        if done >= len(rows):
+            break
+        try:
+            j = json.loads(line)
+        except ValueError:
+            break
+        want = rows[done][0]
+        if any(j.get(k) != v for k, v in want.items()):
+            break
+        done += 1
+        keep += len(line) + 1
+    with open(out, "r+b") as f:
+        f.truncate(keep)
+    return done
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m transcribe.batch", description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--scheduler", help="address of a running Dask scheduler (default: start a local cluster)")
+    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2), help="local cluster workers")
+    ap.add_argument("--threads-per-worker", type=int, default=1, help="engine threads per worker")
+    ap.add_argument("--timestamps", action="store_true", help="add segments and words to each line")
+    ap.add_argument("--resume", action="store_true", help="keep OUT's lines and transcribe only the rest")
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--vad", help="a Silero VAD GGUF: speech-aware long audio")
+    a = ap.parse_args(argv)
+
+    from distributed import Client, LocalCluster, as_completed
+
+    manifest, out = Path(a.manifest), Path(a.out)
+    rows = read_manifest(manifest)
+    start = already_done(out, rows) if a.resume else 0
+    if not a.resume and out.exists():
+        out.unlink()
+    if start:
+        print(f"resuming after {start} lines already in {out}", file=sys.stderr)
+    model = str(Path(a.model).resolve())
+    cluster = None
+    if a.scheduler:
+        client = Client(a.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        client.register_worker_plugin(ModelPlugin(model, a.threads_per_worker, a.max_new_tokens, a.vad), name=PLUGIN_NAME)
+        futures, results = {}, {}
+        for i in range(start, len(rows)):
+            entry, audio, problem = rows[i]
+            if problem:
+                results[i] = {"error": problem}
+            else:
+                futures[client.submit(transcribe_entry, str(Path(audio).resolve()) if Path(audio).exists() else audio,
+                                      a.timestamps, pure=False)] = i
+        t0, written = time.time(), start
+        with open(out, "a", encoding="utf-8") as f:
+            def flush():
+                nonlocal written
+                while written in results:
+                    f.write(json.dumps({**rows[written][0], **results.pop(written)}, ensure_ascii=False) + "\n")
+                    written += 1
+                f.flush()
+                print(f"\r{written}/{len(rows)} lines ({time.time() - t0:.0f} s)", end="", file=sys.stderr, flush=True)
+            flush()
+            for fut in as_completed(list(futures)):
+                i = futures.pop(fut)
+                try:
+                    results[i] = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a task lost for good (e.g. its workers kept dying)
+                    results[i] = {"error": f"{type(exc).__name__}: {exc}"}
+                flush()
+        print(file=sys.stderr)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+    with open(out, encoding="utf-8") as f:
+        done = [json.loads(line) for line in f if line.strip()]
+    pairs = [(d["text"], d.get("pred_text", "")) for d in done if isinstance(d.get("text"), str)]
+    failed = sum("error" in d for d in done)
+    if pairs:
+        wer, errors, words = corpus_wer(pairs)
+        print(f"WER {100 * wer:.2f}% ({errors} errors / {words} words, {len(pairs)} lines with text)")
+    print(f"{len(done)} lines in {out}, {failed} failed", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
