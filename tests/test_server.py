@@ -22,9 +22,9 @@ JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
 
 
 class Server:
-    def __init__(self, *args, model=MODEL):
+    def __init__(self, *args, model=MODEL, env=None, stderr=subprocess.DEVNULL):
         self.proc = subprocess.Popen([SERVER, "-m", model, "--port", "0", "--host", "127.0.0.1", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                     stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
             self.proc.kill()
@@ -34,10 +34,10 @@ class Server:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.last_words = self.proc.communicate(timeout=30)[0]
+            self.last_words, self.last_err = self.proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.last_words = self.proc.communicate()[0]
+            self.last_words, self.last_err = self.proc.communicate()
         return self.proc.returncode
 
 
@@ -53,20 +53,101 @@ def multipart(fields, files):
     return body, f"multipart/form-data; boundary={boundary}"
 
 
-def request(base, path, body=None, content_type=None, timeout=120):
-    req = urllib.request.Request(base + path, data=body, method="POST" if body is not None else "GET")
+def request(base, path, body=None, content_type=None, timeout=120, method=None, headers=None, full=False):
+    req = urllib.request.Request(base + path, data=body, method=method or ("POST" if body is not None else "GET"))
     if content_type:
         req.add_header("Content-Type", content_type)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.headers.get("Content-Type", ""), r.read()
+            out = r.status, r.headers.get("Content-Type", ""), r.read(), r.headers
     except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Content-Type", ""), e.read()
+        out = e.code, e.headers.get("Content-Type", ""), e.read(), e.headers
+    return out if full else out[:3]
 
 
 def transcribe(base, data, name="a.wav", extra_fields=(), **fields):
     body, ctype = multipart(list(fields.items()) + list(extra_fields), {"file": (name, data)})
     return request(base, "/v1/audio/transcriptions", body, ctype)
+
+
+class ServerPolicy(unittest.TestCase):
+    """405 with Allow, the API key, CORS, the access log, container messages, trimmed verbose_json text."""
+
+    def test_wrong_methods_get_405_with_allow(self):
+        server = Server()
+        try:
+            for method, path, allow in (("GET", "/v1/audio/transcriptions", "POST"), ("POST", "/health", "GET, HEAD"),
+                                        ("DELETE", "/v1/models", "GET, HEAD"), ("PUT", "/v1/audio/transcriptions", "POST")):
+                code, ctype, body, headers = request(server.base, path, b"x" if method in ("POST", "PUT") else None,
+                                                     method=method, full=True)
+                self.assertEqual(code, 405, (method, path))
+                self.assertEqual(headers.get("Allow"), allow)
+                self.assertEqual(json.loads(body)["error"]["code"], 405)
+            self.assertEqual(request(server.base, "/nowhere", method="GET")[0], 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_api_key(self):
+        for args, env_key in ((("--api-key", "s3cret"), None), ((), "s3cret")):
+            env = dict(os.environ, TRANSCRIBE_API_KEY=env_key) if env_key else None
+            server = Server(*args, env=env)
+            try:
+                self.assertEqual(request(server.base, "/health")[0], 200)  # health stays open
+                for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+                    code, _, body = request(server.base, "/v1/models", headers=headers)
+                    self.assertEqual(code, 401, headers)
+                    self.assertEqual(json.loads(body)["error"]["code"], "invalid_api_key")
+                ok = {"Authorization": "Bearer s3cret"}
+                self.assertEqual(request(server.base, "/v1/models", headers=ok)[0], 200)
+                body, ctype = multipart({}, {"file": ("a.wav", JFK)})
+                self.assertEqual(request(server.base, "/v1/audio/transcriptions", body, ctype)[0], 401)
+                self.assertEqual(request(server.base, "/v1/audio/transcriptions", body, ctype, headers=ok)[0], 200)
+            finally:
+                self.assertEqual(server.stop(), 0)
+
+    def test_cors_preflight_and_headers(self):
+        server = Server("--cors-origin", "https://app.example")
+        try:
+            code, _, _, headers = request(server.base, "/v1/audio/transcriptions", method="OPTIONS", full=True)
+            self.assertEqual(code, 204)
+            self.assertEqual(headers.get("Access-Control-Allow-Origin"), "https://app.example")
+            self.assertEqual(headers.get("Access-Control-Allow-Methods"), "POST")
+            self.assertIn("Authorization", headers.get("Access-Control-Allow-Headers"))
+            code, _, _, headers = request(server.base, "/health", full=True)
+            self.assertEqual(headers.get("Access-Control-Allow-Origin"), "https://app.example")
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = Server()  # without --cors-origin: no CORS headers, OPTIONS is not a method of these routes
+        try:
+            code, _, _, headers = request(server.base, "/health", method="OPTIONS", full=True)
+            self.assertEqual(code, 405)
+            self.assertIsNone(headers.get("Access-Control-Allow-Origin"))
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_access_log_containers_and_trimmed_text(self):
+        server = Server("--max-new-tokens", "8", stderr=subprocess.PIPE)
+        try:
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            j = json.loads(body)
+            self.assertEqual(j["text"], j["text"].strip())
+            self.assertTrue(all(s["text"] == s["text"].strip() for s in j["segments"]))
+            m4a = b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00" + b"\x00" * 500
+            code, _, body = transcribe(server.base, m4a, "voice.m4a")
+            self.assertEqual(code, 400)
+            self.assertIn("MP4/M4A", json.loads(body)["error"]["message"])
+            webm = b"\x1a\x45\xdf\xa3" + b"\x00" * 500
+            self.assertIn("WebM", json.loads(transcribe(server.base, webm, "a.webm")[2])["error"]["message"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+        log = server.last_err
+        line = [x for x in log.splitlines() if "POST /v1/audio/transcriptions 200" in x]
+        self.assertEqual(len(line), 1, log)
+        self.assertRegex(line[0], r"in=\d{6} audio_s=11\.00 ms=\d+\.\d")
+        self.assertEqual(len([x for x in log.splitlines() if " 400 " in x]), 2, log)
 
 
 class WordTimestampsTest(unittest.TestCase):
@@ -222,8 +303,12 @@ class QueueLimit(unittest.TestCase):
     def test_full_queue_answers_503(self):
         server = Server("--parallel", "1", "--queue", "1", "--max-new-tokens", "256", "--threads", "1")
         try:
+            body, ctype = multipart({}, {"file": ("a.wav", JFK)})
             with cf.ThreadPoolExecutor(6) as pool:
-                codes = list(pool.map(lambda _: transcribe(server.base, JFK)[0], range(6)))
+                answers = list(pool.map(lambda _: request(server.base, "/v1/audio/transcriptions", body, ctype, full=True),
+                                        range(6)))
+            codes = [a[0] for a in answers]
+            self.assertTrue(all(a[3].get("Retry-After") == "1" for a in answers if a[0] == 503))
             self.assertIn(503, codes)
             self.assertIn(200, codes)
             self.assertEqual(set(codes), {200, 503})

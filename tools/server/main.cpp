@@ -11,6 +11,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 using namespace transcribe_server;
@@ -40,11 +41,20 @@ int main(int argc, char ** argv) {
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+    std::string api_key, cors_origin;
+    app.add_option("--api-key", api_key, "require \"Authorization: Bearer KEY\" on every route but /health "
+                                         "(default: $TRANSCRIBE_API_KEY)");
+    app.add_option("--cors-origin", cors_origin, "allow browser requests from ORIGIN (answers CORS preflights)");
     transcribe_tools::VadOptions vad;
     vad.add_to(app);
     CLI11_PARSE(app, argc, argv);
 
     ServerState st;
+    if (api_key.empty() && std::getenv("TRANSCRIBE_API_KEY")) {
+        api_key = std::getenv("TRANSCRIBE_API_KEY");
+    }
+    st.api_key     = api_key;
+    st.cors_origin = cors_origin;
     st.max_new_tokens = max_new_tokens;
     transcribe_load_params lp = transcribe_load_params_init();
     if (transcribe_backend_from_name(backend_name.c_str(), &lp.backend) != TRANSCRIBE_OK ||

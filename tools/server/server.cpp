@@ -5,6 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
 using namespace transcribe_tools;
 using json = nlohmann::ordered_json;
 
@@ -12,12 +17,91 @@ namespace transcribe_server {
 
 namespace {
 
-void send_error(httplib::Response & res, int status, const std::string & message, const char * param = nullptr) {
+void send_error(httplib::Response & res, int status, const std::string & message, const char * param = nullptr,
+                const char * code = nullptr) {
     const char * type = status >= 500 ? (status == 503 ? "server_busy" : "server_error") : "invalid_request_error";
-    json err = {{"message", message}, {"type", type}, {"param", param ? json(param) : json(nullptr)}, {"code", status}};
+    json err = {{"message", message}, {"type", type}, {"param", param ? json(param) : json(nullptr)},
+                {"code", code ? json(code) : json(status)}};
     res.status = status;
+    if (status == 503) {
+        res.set_header("Retry-After", "1"); // a session frees up within a transcription
+    }
     // Messages can echo client input (a form value): never let invalid UTF-8 there turn into a 500.
     res.set_content(json({{"error", err}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+// What the access log says of the request this thread is serving.
+struct RequestRecord {
+    std::chrono::steady_clock::time_point start;
+    double audio_s = -1;
+};
+thread_local RequestRecord t_request;
+
+// The routes and the methods each takes (405 with Allow for any other).
+const std::map<std::string, std::string> k_routes = {
+    {"/health", "GET, HEAD"}, {"/v1/models", "GET, HEAD"}, {"/v1/audio/transcriptions", "POST"}};
+
+bool method_allowed(const std::string & allow, const std::string & method) {
+    size_t at = 0;
+    while (at < allow.size()) {
+        const size_t end = std::min(allow.find(',', at), allow.size());
+        if (allow.compare(at, end - at, method) == 0) {
+            return true;
+        }
+        at = allow.find_first_not_of(' ', end + 1);
+    }
+    return false;
+}
+
+// Equal strings in time that depends on their lengths only.
+bool same_secret(const std::string & a, const std::string & b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+        diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+    }
+    return diff == 0;
+}
+
+// Before a request is routed (and before its body is read): CORS, preflight, 405, the API key.
+httplib::Server::HandlerResponse before_routing(const ServerState & st, const httplib::Request & req,
+                                                httplib::Response & res) {
+    t_request = {std::chrono::steady_clock::now(), -1};
+    const auto route = k_routes.find(req.path);
+    if (!st.cors_origin.empty()) {
+        res.set_header("Access-Control-Allow-Origin", st.cors_origin);
+        res.set_header("Vary", "Origin");
+        if (req.method == "OPTIONS" && route != k_routes.end()) {
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods", route->second);
+            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            res.set_header("Access-Control-Max-Age", "600");
+            return httplib::Server::HandlerResponse::Handled;
+        }
+    }
+    if (route != k_routes.end() && !method_allowed(route->second, req.method)) {
+        res.set_header("Allow", route->second);
+        send_error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + route->second + ")");
+        return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!st.api_key.empty() && req.path != "/health" &&
+        !same_secret(req.get_header_value("Authorization"), "Bearer " + st.api_key)) {
+        send_error(res, 401, "missing or incorrect API key (Authorization: Bearer KEY)", nullptr, "invalid_api_key");
+        return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// One line per request on stderr: method, path, status, bytes in, audio seconds, milliseconds.
+void access_log(const httplib::Request & req, const httplib::Response & res) {
+    const std::string length = req.get_header_value("Content-Length");
+    const size_t bytes_in = length.empty() ? req.body.size() : size_t(std::strtoull(length.c_str(), nullptr, 10));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_request.start).count();
+    char audio[32] = "-";
+    if (t_request.audio_s >= 0) {
+        std::snprintf(audio, sizeof audio, "%.2f", t_request.audio_s);
+    }
+    std::fprintf(stderr, "transcribe-server: %s %s %d in=%zu audio_s=%s ms=%.1f\n", req.method.c_str(), req.path.c_str(),
+                 res.status, bytes_in, audio, ms);
 }
 
 std::string form_field(const httplib::Request & req, const char * name, const std::string & fallback) {
@@ -34,6 +118,22 @@ std::vector<std::string> form_values(const httplib::Request & req, const std::st
         }
     }
     return out;
+}
+
+// A container people upload that libsndfile does not read, named from its first bytes ("" otherwise).
+std::string unsupported_container(const std::string & b) {
+    if (b.size() >= 12 && b.compare(4, 4, "ftyp") == 0) {
+        return "MP4/M4A (AAC) audio is not supported, convert it to wav, flac, ogg or mp3; ";
+    }
+    if (b.size() >= 4 && b.compare(0, 4, "\x1A\x45\xDF\xA3") == 0) {
+        return "WebM/Matroska audio is not supported, convert it to wav, flac, ogg or mp3; ";
+    }
+    return "";
+}
+
+std::string trimmed(const std::string & s) {
+    const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 json words_json(const std::vector<OutputWord> & words) {
@@ -89,7 +189,9 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     const std::string & bytes = req.get_file_value("file").content;
     transcribe_audio audio {};
     if (transcribe_audio_load_memory(bytes.data(), bytes.size(), st.info.sample_rate, &audio) != TRANSCRIBE_OK) {
-        send_error(res, 400, std::string("could not decode the uploaded audio: ") + transcribe_last_error(), "file");
+        send_error(res, 400, unsupported_container(bytes) + "could not decode the uploaded audio: " + transcribe_last_error() +
+                                 " (supported: wav, flac, ogg (vorbis, opus), mp3 and the other formats libsndfile reads)",
+                   "file");
         return;
     }
     SessionPool::Lease lease = st.pool->acquire();
@@ -109,6 +211,7 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     transcribe_result * result = nullptr;
     const transcribe_status status = transcribe_run(lease.session(), audio.samples, audio.n_samples, &rp, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;
+    t_request.audio_s = duration;
     transcribe_audio_free(&audio);
     if (status == TRANSCRIBE_ERR_ABORTED) {
         ++st.aborted;
@@ -127,12 +230,12 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         json segs = json::array();
         for (size_t i = 0; i < out.segments.size(); ++i) {
             const OutputSegment & s = out.segments[i];
-            segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", s.text},
+            segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", trimmed(s.text)},
                             {"tokens", s.tokens}, {"truncated", s.truncated}});
         }
         json j = {{"task", "transcribe"},
                   {"language", language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : language},
-                  {"duration", duration}, {"text", out.text}};
+                  {"duration", duration}, {"text", trimmed(out.text)}};
         if (want_segments) {
             j["segments"] = segs;
         }
@@ -155,6 +258,9 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
 } // namespace
 
 void install_routes(httplib::Server & server, ServerState & state) {
+    server.set_pre_routing_handler(
+        [&state](const httplib::Request & req, httplib::Response & res) { return before_routing(state, req, res); });
+    server.set_logger(access_log);
     server.set_payload_max_length(state.max_upload_bytes);
     const size_t limit_mib = state.max_upload_bytes >> 20;
     server.set_error_handler([limit_mib](const httplib::Request &, httplib::Response & res) {
