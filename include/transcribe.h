@@ -197,6 +197,12 @@ TRANSCRIBE_API const float * transcribe_vad_result_state(const transcribe_vad_re
 TRANSCRIBE_API void          transcribe_vad_result_free(transcribe_vad_result * result);
 
 /* ---------------------------------------------------------------- running */
+/* Each token as it is decoded, on the thread running transcribe_run: its id and the bytes of its text
+ * (a word-initial token's text starts with a space; the bytes may end inside a UTF-8 character that the
+ * next token completes). Concatenated they are the transcript before its final clean-up (the leading
+ * space trimmed; for some models a space before punctuation dropped). */
+typedef void (*transcribe_token_callback)(int32_t token, const char * text, size_t n_bytes, void * user_data);
+
 typedef struct transcribe_run_params {
     const char * language;       /* NULL = the model's; otherwise one of transcribe_model_info.languages
                                     (INVALID_ARG for a language the model does not transcribe) */
@@ -209,6 +215,8 @@ typedef struct transcribe_run_params {
                                     and segments follow speech, cut at ~7 s / 42 characters. NULL: audio
                                     longer than the window is cut at pauses by energy. */
     transcribe_vad_params  vad_params;
+    transcribe_token_callback token_callback; /* NULL: none (appended field: rebuild older callers) */
+    void *                    token_user_data;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

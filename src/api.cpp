@@ -121,6 +121,8 @@ struct RunRequest {
     int                    chunk_ms = 0;
     transcribe_vad_model * vad      = nullptr;
     transcribe_vad_params  speech {};
+    transcribe_token_callback token_callback  = nullptr;
+    void *                    token_user_data = nullptr;
 };
 
 RunRequest run_request(const transcribe_run_params * p) {
@@ -135,6 +137,8 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.options.ignore_eos     = p->ignore_eos;
     r.vad                    = p->vad;
     r.speech                 = p->vad_params;
+    r.token_callback         = p->token_callback;
+    r.token_user_data        = p->token_user_data;
     return r;
 }
 
@@ -150,7 +154,14 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     if (window < size_t(info.sample_rate)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
     }
-    const RunOptions & o = req.options;
+    RunOptions o = req.options;
+    if (req.token_callback) {
+        const Tokenizer & tok = s->model->impl->tokenizer();
+        o.on_token = [&tok, &req](int32_t id) {
+            const std::string bytes = tok.decode_bytes({id});
+            req.token_callback(id, bytes.data(), bytes.size(), req.token_user_data);
+        };
+    }
     if (!o.language.empty()) {
         // No model here takes a language prompt yet: a language is only accepted as the one it transcribes,
         // never echoed back as if it had steered anything.
@@ -446,6 +457,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.ignore_eos     = false;
     p.vad            = nullptr;
     p.vad_params     = transcribe_vad_params_init();
+    p.token_callback  = nullptr;
+    p.token_user_data = nullptr;
     return p;
 }
 

@@ -10,6 +10,7 @@
 #include "ggml-backend.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct RunOptions {
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
     std::vector<std::vector<float>> * step_logits  = nullptr;
+    // Called with each token as it is decoded (streaming).
+    std::function<void(int32_t)> on_token;
     // This run's share of the session's progress bar (long audio runs pieces).
     float progress_offset = 0.0f;
     float progress_scale  = 1.0f;

@@ -144,6 +144,9 @@ Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const Run
             break;
         }
         out.tokens.push_back(tok);
+        if (options.on_token) {
+            options.on_token(tok);
+        }
         check_abort("decode");
         progress(options, 0.5f + 0.5f * float(k + 1) / float(max_new));
         if (options.ignore_eos && int(k + 1) == max_new) {

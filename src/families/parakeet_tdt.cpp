@@ -131,6 +131,9 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
             continue;
         }
         out.tokens.push_back(token);
+        if (options.on_token) {
+            options.on_token(token);
+        }
         out.token_frames.push_back(t);
         out.token_durations.push_back(duration);
         timed.push_back({token, t, t + duration});

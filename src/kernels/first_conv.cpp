@@ -2,7 +2,6 @@
 
 #include "x86_simd.h"
 
-#include <vector>
 
 namespace transcribe {
 
@@ -13,7 +12,9 @@ namespace {
 #define FC_TARGET __attribute__((target("avx512f")))
 
 // src[0] = x [W, H], src[1] = kernel [3, 3, 1, C], src[2] = bias [C], src[3] = mask [C, 1, OH]. Output
-// rows (time) are split over the threads; each output position is C lanes of 9 fused multiply-adds.
+// rows (time) are split over the threads; each output position is C lanes of 9 fused multiply-adds, a
+// block of 16 channels at a time with its 9 taps held in registers. Nothing is allocated here: the op
+// runs on ggml's worker threads.
 FC_TARGET void run_first_conv(ggml_tensor * dst, int ith, int nth, void *) {
     const ggml_tensor * x = dst->src[0];
     const int64_t W = x->ne[0], H = x->ne[1], C = dst->ne[0], OW = dst->ne[1], OH = dst->ne[2];
@@ -21,30 +22,32 @@ FC_TARGET void run_first_conv(ggml_tensor * dst, int ith, int nth, void *) {
     const float * k    = static_cast<const float *>(dst->src[1]->data);
     const float * b    = static_cast<const float *>(dst->src[2]->data);
     const float * mask = static_cast<const float *>(dst->src[3]->data);
-    // The kernel tap-major ([9][C]) so each tap is C contiguous weights.
-    std::vector<float> taps(size_t(9 * C));
-    for (int64_t c = 0; c < C; ++c) {
-        for (int t = 0; t < 9; ++t) {
-            taps[size_t(t * C + c)] = k[c * 9 + t];
-        }
-    }
+    const __m512i lane9 = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                             _mm512_set1_epi32(9));
     for (int64_t oh = ith; oh < OH; oh += nth) {
         const __m512 m = _mm512_set1_ps(mask[oh * C]);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-            float in[9];
-            for (int kh = 0; kh < 3; ++kh) {
-                for (int kw = 0; kw < 3; ++kw) {
-                    const int64_t ih = 2 * oh - 1 + kh, iw = 2 * ow - 1 + kw;
-                    in[kh * 3 + kw] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xs[ih * W + iw] : 0.0f;
-                }
+        for (int64_t c = 0; c < C; c += 16) {
+            __m512 taps[9]; // kernel element t of channels c..c+15 (stored channel-major, 9 per channel)
+            for (int t = 0; t < 9; ++t) {
+                taps[t] = _mm512_i32gather_ps(lane9, k + c * 9 + t, 4);
             }
-            float * out = static_cast<float *>(dst->data) + (oh * OW + ow) * C;
-            for (int64_t c = 0; c < C; c += 16) {
-                __m512 acc = _mm512_loadu_ps(b + c);
-                for (int t = 0; t < 9; ++t) {
-                    acc = _mm512_fmadd_ps(_mm512_set1_ps(in[t]), _mm512_loadu_ps(&taps[size_t(t * C + c)]), acc);
+            const __m512 bias = _mm512_loadu_ps(b + c);
+            for (int64_t ow = 0; ow < OW; ++ow) {
+                __m512 acc = bias;
+                for (int kh = 0; kh < 3; ++kh) {
+                    const int64_t ih = 2 * oh - 1 + kh;
+                    if (ih < 0 || ih >= H) {
+                        continue;
+                    }
+                    for (int kw = 0; kw < 3; ++kw) {
+                        const int64_t iw = 2 * ow - 1 + kw;
+                        if (iw >= 0 && iw < W) {
+                            acc = _mm512_fmadd_ps(_mm512_set1_ps(xs[ih * W + iw]), taps[kh * 3 + kw], acc);
+                        }
+                    }
                 }
-                _mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_max_ps(acc, _mm512_setzero_ps()), m));
+                float * out = static_cast<float *>(dst->data) + (oh * OW + ow) * C + c;
+                _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_max_ps(acc, _mm512_setzero_ps()), m));
             }
         }
     }

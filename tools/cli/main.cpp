@@ -4,6 +4,7 @@
 #include "../common/tool_errors.h"
 
 #include "../common/formats.h"
+#include "../common/text_stream.h"
 #include "../common/vad_options.h"
 
 #include <CLI/CLI.hpp>
@@ -39,7 +40,7 @@ int main(int argc, char ** argv) {
                 timestamps_name;
     std::vector<std::string> audio_paths;
     int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
-    bool progress = false, show_version = false, as_json = false, no_repack = false;
+    bool progress = false, show_version = false, as_json = false, no_repack = false, stream = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
     app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
@@ -48,6 +49,7 @@ int main(int argc, char ** argv) {
                    "word: JSON lists words with times and subtitle cues follow words (models with word times; "
                    "their default); segment: segments only")
         ->check(CLI::IsMember({"word", "segment"}));
+    app.add_flag("--stream", stream, "print the text to stdout as it is decoded (txt format)");
     app.add_option("-o,--output", output_path, "write the output to FILE instead of stdout");
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
@@ -80,6 +82,9 @@ int main(int argc, char ** argv) {
     }
     Format format;
     parse_format(as_json ? "json" : format_name, &format);
+    if (stream && (format != Format::Txt || !output_path.empty())) {
+        return die("--stream prints plain text to stdout: it takes neither --format " + format_name + " nor -o");
+    }
 
     transcribe_load_params lp = transcribe_load_params_init();
     lp.cpu_repack = !no_repack;
@@ -150,7 +155,19 @@ int main(int argc, char ** argv) {
             break;
         }
         transcribe_result * result = nullptr;
+        TextStream shown;
+        if (stream) {
+            rp.token_callback = [](int32_t, const char * text, size_t n, void * user) {
+                const std::string s = static_cast<TextStream *>(user)->push(text, n);
+                std::fwrite(s.data(), 1, s.size(), stdout);
+                std::fflush(stdout);
+            };
+            rp.token_user_data = &shown;
+        }
         st = transcribe_run(session, audio.samples, audio.n_samples, &rp, &result);
+        if (stream) {
+            std::fputs("\n", stdout);
+        }
         transcribe_audio_free(&audio);
         if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
             exit_code = die(st);
@@ -161,7 +178,9 @@ int main(int argc, char ** argv) {
         }
         transcribe_timings timings;
         transcribe_session_get_timings(session, &timings);
-        output += render(output_from_result(result), format, &timings, info.name, timestamps);
+        if (!stream) {
+            output += render(output_from_result(result), format, &timings, info.name, timestamps);
+        }
         transcribe_result_free(result);
     }
     transcribe_session_free(session);

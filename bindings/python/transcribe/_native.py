@@ -46,9 +46,13 @@ class VadParams(ctypes.Structure):
                 ("min_silence_ms", c_int), ("speech_pad_ms", c_int), ("max_speech_s", c_float)]
 
 
+TokenCallback = ctypes.CFUNCTYPE(None, c_int32, ctypes.POINTER(ctypes.c_char), c_size_t, c_void_p)
+
+
 class RunParams(ctypes.Structure):
     _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
-                ("vad", c_void_p), ("vad_params", VadParams)]
+                ("vad", c_void_p), ("vad_params", VadParams), ("token_callback", TokenCallback),
+                ("token_user_data", c_void_p)]
 
 
 class Timings(ctypes.Structure):
