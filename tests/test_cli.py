@@ -130,6 +130,16 @@ class ParakeetCli(unittest.TestCase):
             self.assertIn(t1, [w["t1_ms"] for w in words])
         self.assertEqual(joined, [w["word"] for w in words])
 
+    def test_stream_prints_the_transcript_as_it_is_decoded(self):
+        for model, audio in ((PARAKEET, JFK), (F32, str(FIXTURE / "audio" / "jfk_0p7s.wav"))):
+            plain = cli("-m", model, "--max-new-tokens", "8", audio)
+            streamed = cli("-m", model, "--max-new-tokens", "8", "--stream", audio)
+            self.assertEqual(streamed.returncode, 0, streamed.stderr)
+            self.assertEqual(streamed.stdout, plain.stdout)
+        r = cli("-m", PARAKEET, "--stream", "--format", "json", JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--stream", r.stderr.decode())
+
     def test_word_timestamps_need_a_model_that_gives_them(self):
         r = cli("-m", F32, "--timestamps", "word", JFK)
         self.assertEqual(r.returncode, 1)

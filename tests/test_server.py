@@ -150,6 +150,54 @@ class ServerPolicy(unittest.TestCase):
         self.assertEqual(len([x for x in log.splitlines() if " 400 " in x]), 2, log)
 
 
+def sse_events(response):
+    """Server-sent events as the spec parses them: lines up to a blank line make one event; `data:`
+    lines (one optional space after the colon) are joined with newlines; comments (`:`) ignored."""
+    data, events = [], []
+    for raw in response:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line:
+            if data:
+                events.append("\n".join(data))
+                data = []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        events.append("\n".join(data))
+    return [json.loads(e) for e in events]
+
+
+class StreamingTest(unittest.TestCase):
+    def test_openai_streaming_events(self):
+        """stream=true: text/event-stream of transcript.text.delta events, then one transcript.text.done whose
+        text is what the deltas spell and what a plain request returns; the stream then ends."""
+        import http.client
+        server = Server(model=PARAKEET_MODEL)
+        try:
+            host, port = server.base.split("//")[1].split(":")
+            body, ctype = multipart({"stream": "true", "response_format": "json"}, {"file": ("jfk.wav", JFK)})
+            conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+            r = conn.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertTrue(r.getheader("Content-Type").startswith("text/event-stream"))
+            events = sse_events(r)
+            conn.close()
+            self.assertGreater(len(events), 2)
+            self.assertEqual([e["type"] for e in events], ["transcript.text.delta"] * (len(events) - 1) + ["transcript.text.done"])
+            plain = json.loads(transcribe(server.base, JFK)[2])["text"]
+            self.assertEqual(events[-1]["text"], plain)
+            self.assertEqual("".join(e["delta"] for e in events[:-1]), plain)
+            code, _, body = transcribe(server.base, JFK, stream="true", response_format="srt")
+            self.assertEqual(code, 400)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class WordTimestampsTest(unittest.TestCase):
     def test_openai_words_are_nemos(self):
         """Parakeet-TDT: verbose_json with timestamp_granularities[]=word gives NeMo's words and times; word

@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include "../common/formats.h"
+#include "../common/text_stream.h"
 #include "connection_watch.h"
 
 #include <nlohmann/json.hpp>
@@ -144,6 +145,69 @@ json words_json(const std::vector<OutputWord> & words) {
     return a;
 }
 
+std::string sse_event(const json & data) {
+    return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+// OpenAI's streaming transcription: a text/event-stream of transcript.text.delta events as tokens are
+// decoded, then one transcript.text.done with the text, and the stream ends. The run happens while
+// the response is written (httplib calls the provider after the handler returns), so the session lease
+// and the audio move into it; a client that goes away stops the run.
+void stream_transcription(ServerState & st, httplib::Response & res, SessionPool::Lease lease,
+                          const transcribe_audio & audio, const std::string & language) {
+    struct Job {
+        Job(SessionPool::Lease l, const transcribe_audio & a, std::string lang)
+            : lease(std::move(l)), audio(a), language(std::move(lang)) {}
+        Job(const Job &) = delete;
+        ~Job() { transcribe_audio_free(&audio); }
+        SessionPool::Lease lease;
+        transcribe_audio   audio;
+        std::string        language;
+    };
+    auto job = std::make_shared<Job>(std::move(lease), audio, language);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider("text/event-stream", [job, &st](size_t, httplib::DataSink & sink) {
+        struct Sink {
+            httplib::DataSink & sink;
+            TextStream          text;
+        } out {sink, {}};
+        job->lease.set_abort_check([&sink] { return !sink.is_writable(); });
+        t_request.audio_s = double(job->audio.n_samples) / st.info.sample_rate;
+        transcribe_run_params rp = transcribe_run_params_init();
+        rp.max_new_tokens  = st.max_new_tokens;
+        rp.language        = job->language.empty() ? nullptr : job->language.c_str();
+        rp.vad             = st.vad;
+        rp.vad_params      = st.vad_params;
+        rp.token_user_data = &out;
+        rp.token_callback  = [](int32_t, const char * bytes, size_t n, void * user) {
+            Sink & o = *static_cast<Sink *>(user);
+            const std::string delta = o.text.push(bytes, n);
+            if (!delta.empty()) {
+                const std::string e = sse_event({{"type", "transcript.text.delta"}, {"delta", delta}});
+                o.sink.write(e.data(), e.size());
+            }
+        };
+        transcribe_result * result = nullptr;
+        const transcribe_status status = transcribe_run(job->lease.session(), job->audio.samples, job->audio.n_samples,
+                                                        &rp, &result);
+        std::string e;
+        if (status == TRANSCRIBE_OK || status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            e = sse_event({{"type", "transcript.text.done"}, {"text", trimmed(transcribe_result_text(result))}});
+            ++st.served;
+        } else {
+            st.aborted += status == TRANSCRIBE_ERR_ABORTED;
+            e = sse_event({{"type", "error"},
+                           {"error", {{"message", std::string(transcribe_status_string(status)) + ": " +
+                                                      transcribe_last_error()},
+                                      {"type", "server_error"}}}});
+        }
+        transcribe_result_free(result);
+        sink.write(e.data(), e.size());
+        sink.done();
+        return true;
+    });
+}
+
 void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res) {
     if (!req.is_multipart_form_data()) {
         send_error(res, 415, "Content-Type must be multipart/form-data (got '" + req.get_header_value("Content-Type") + "')");
@@ -183,6 +247,11 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
             return;
         }
     }
+    const bool stream = form_field(req, "stream", "false") == "true";
+    if (stream && (verbose || !granularities.empty() || (format_name != "json" && format_name != "text"))) {
+        send_error(res, 400, "stream: true takes response_format json or text (and no timestamp_granularities)", "stream");
+        return;
+    }
     const std::string language = form_field(req, "language", "");
     // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
 
@@ -198,6 +267,10 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     if (!lease) {
         transcribe_audio_free(&audio);
         send_error(res, 503, "server busy: too many requests are waiting, retry later");
+        return;
+    }
+    if (stream) {
+        stream_transcription(st, res, std::move(lease), audio, language);
         return;
     }
     ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_port);
