@@ -157,6 +157,22 @@ TRANSCRIBE_API transcribe_status transcribe_audio_from_pcm(const float * interle
                                                            int n_channels, int target_rate, transcribe_audio * out);
 TRANSCRIBE_API void transcribe_audio_free(transcribe_audio * audio);
 
+/* The same, bounded: audio longer than max_seconds (<= 0: no bound) fails with INPUT_TOO_LONG, from the
+ * header's length when it states one (nothing is decoded), else as soon as decoding passes it; the abort
+ * callback (NULL: none) is polled between blocks (true: ABORTED). Decoding is streamed: a long file is
+ * held once, mono at target_rate. */
+typedef struct transcribe_audio_limits {
+    double                    max_seconds;
+    transcribe_abort_callback abort_callback;
+    void *                    abort_user_data;
+} transcribe_audio_limits;
+TRANSCRIBE_API transcribe_status transcribe_audio_load_limited(const char * path, int target_rate,
+                                                               const transcribe_audio_limits * limits,
+                                                               transcribe_audio * out);
+TRANSCRIBE_API transcribe_status transcribe_audio_load_memory_limited(const void * data, size_t size, int target_rate,
+                                                                      const transcribe_audio_limits * limits,
+                                                                      transcribe_audio * out);
+
 /* ---------------------------------------------------------------- voice activity detection */
 /* Silero VAD (a GGUF made by scripts/convert-silero-vad.py): a speech probability for every chunk of
  * 512 samples at 16 kHz (256 at 8 kHz) and the speech regions found from them, as Silero's

@@ -425,6 +425,43 @@ transcribe_status transcribe_audio_load_memory(const void * data, size_t size, i
     });
 }
 
+static AudioLimits audio_limits(const transcribe_audio_limits * l) {
+    AudioLimits a;
+    if (l) {
+        a.max_seconds = l->max_seconds;
+        if (l->abort_callback) {
+            a.abort = [cb = l->abort_callback, ud = l->abort_user_data] { return cb(ud); };
+        }
+    }
+    return a;
+}
+
+transcribe_status transcribe_audio_load_limited(const char * path, int target_rate, const transcribe_audio_limits * limits,
+                                                transcribe_audio * out) {
+    return guarded([&] {
+        if (!path || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_limited: null argument");
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        fill_audio(audio_decode_file(path, rate, audio_limits(limits)), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_audio_load_memory_limited(const void * data, size_t size, int target_rate,
+                                                       const transcribe_audio_limits * limits, transcribe_audio * out) {
+    return guarded([&] {
+        if (!out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_memory_limited: null argument");
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        fill_audio(audio_decode_memory(data, size, rate, audio_limits(limits)), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
 transcribe_status transcribe_audio_from_pcm(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
                                             int target_rate, transcribe_audio * out) {
     return guarded([&] {

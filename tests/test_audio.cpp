@@ -2,6 +2,7 @@
 // come back as 16 kHz mono within a stated tolerance of the ideal resampled signal.
 #include "core/audio.h"
 #include "core/error.h"
+#include "support.h"
 
 #include <gtest/gtest.h>
 #include <sndfile.h>
@@ -204,4 +205,30 @@ TEST(Audio, Implausible_sample_rates_are_refused) {
     EXPECT_THROW(audio_to_mono(pcm.data(), pcm.size(), 999, 1, 16000), Error);
     EXPECT_THROW(audio_to_mono(pcm.data(), pcm.size(), 16000, 1, 768001), Error);
     EXPECT_EQ(audio_to_mono(pcm.data(), pcm.size(), 1000, 1, 1000).size(), pcm.size()); // the edges are taken
+}
+
+TEST(Audio, Limits_stop_decoding_with_a_named_error) {
+    const std::string path = test::fixture("audio/jfk.wav"); // 11 s
+    transcribe::AudioLimits limits;
+    limits.max_seconds = 5;
+    try {
+        transcribe::audio_decode_file(path, 16000, limits);
+        FAIL() << "no error";
+    } catch (const transcribe::Error & e) {
+        EXPECT_EQ(e.status(), TRANSCRIBE_ERR_INPUT_TOO_LONG);
+        EXPECT_NE(std::string(e.what()).find("11.0 s exceeds the limit of 5.0 s"), std::string::npos) << e.what();
+    }
+    limits.max_seconds = 0;
+    int polls = 0;
+    limits.abort = [&polls] { return ++polls == 3; };
+    try {
+        transcribe::audio_decode_file(path, 16000, limits);
+        FAIL() << "no error";
+    } catch (const transcribe::Error & e) {
+        EXPECT_EQ(e.status(), TRANSCRIBE_ERR_ABORTED);
+        EXPECT_EQ(polls, 3);
+    }
+    limits.abort = nullptr;
+    limits.max_seconds = 12;
+    EXPECT_EQ(transcribe::audio_decode_file(path, 16000, limits).size(), 176000u);
 }

@@ -81,6 +81,7 @@ class Cli(unittest.TestCase):
                 (("-m", F32, str(text)), "AUDIO_DECODE"),
                 (("-m", F32, "--backend", "quantum", JFK), "INVALID_ARG"),
                 (("-m", F32), "no audio file"),
+                (("-m", F32, "--max-audio-s", "5", JFK), "INPUT_TOO_LONG"),
                 ((JFK,), "no model"),
             ]
             for args, needle in cases:

@@ -13,6 +13,7 @@ import time
 import unittest
 import urllib.error
 import urllib.request
+import wave
 from pathlib import Path
 
 SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
@@ -70,6 +71,118 @@ def request(base, path, body=None, content_type=None, timeout=120, method=None, 
 def transcribe(base, data, name="a.wav", extra_fields=(), **fields):
     body, ctype = multipart(list(fields.items()) + list(extra_fields), {"file": (name, data)})
     return request(base, "/v1/audio/transcriptions", body, ctype)
+
+
+def raw_exchange(base, data, timeout=10, drip=None):
+    """Sends raw bytes (then DRIP bytes one at a time, 0.2 s apart, if given) and returns the status line
+    of whatever the server answers, and the seconds it took."""
+    import socket
+    host, port = base.split("//")[1].split(":")
+    s = socket.create_connection((host, int(port)))
+    s.settimeout(timeout)
+    t0, out = time.time(), b""
+    try:
+        s.sendall(data)
+        for b in (drip or b""):
+            s.settimeout(0.2)
+            try:
+                out = s.recv(65536)
+                if out:
+                    break
+            except socket.timeout:
+                pass
+            s.sendall(bytes([b]))
+        s.settimeout(timeout)
+        while not out.count(b"\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except OSError as exc:
+        out += f"<{exc}>".encode()
+    finally:
+        s.close()
+    return out.split(b"\r\n")[0].decode(errors="replace"), time.time() - t0
+
+
+class Hardening(unittest.TestCase):
+    """Limits that hold against hostile clients: body bytes whatever the framing, encoded bodies, header
+    size and count, audio duration, and slow clients (headers within the deadline, bodies at a rate)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--max-upload-mb", "2", "--header-timeout-s", "2", "--max-audio-s", "60",
+                            "--parallel", "2", "--queue", "4", "--max-new-tokens", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def test_chunked_uploads_count_against_the_limit(self):
+        body, ctype = multipart({}, {"file": ("big.wav", os.urandom(3 << 20))})
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 65536]), body[i:i + 65536]) for i in range(0, len(body), 65536))
+        head = (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n").encode()
+        status, took = raw_exchange(self.server.base, head + chunks + b"0\r\n\r\n")
+        self.assertIn(" 413 ", status)
+        self.assertLess(took, 5)
+        body, ctype = multipart({}, {"file": ("jfk.wav", JFK)})  # under the limit, chunked: transcribed
+        head = (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n").encode()
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 65536]), body[i:i + 65536]) for i in range(0, len(body), 65536))
+        self.assertIn(" 200 ", raw_exchange(self.server.base, head + chunks + b"0\r\n\r\n")[0])
+
+    def test_expect_100_continue_over_the_limit(self):
+        head = (b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                b"Content-Length: 10485760\r\nExpect: 100-continue\r\n\r\n")
+        self.assertIn(" 413 ", raw_exchange(self.server.base, head)[0])
+
+    def test_encoded_bodies_are_refused(self):
+        body, ctype = multipart({}, {"file": ("jfk.wav", JFK)})
+        code, _, answer = request(self.server.base, "/v1/audio/transcriptions", body, ctype,
+                                  headers={"Content-Encoding": "gzip"})
+        self.assertEqual(code, 415, answer)
+
+    def test_header_size_and_count_are_capped(self):
+        line = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"
+        self.assertIn(" 431 ", raw_exchange(self.server.base, line)[0])
+        many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 20000 + b"\r\n"
+        self.assertIn(" 431 ", raw_exchange(self.server.base, many)[0])
+        self.assertEqual(request(self.server.base, "/health")[0], 200)
+
+    def test_audio_longer_than_the_limit(self):
+        import io
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:  # 90 s of 8 kHz 8-bit silence: 720 KB, under the upload limit
+            w.setnchannels(1)
+            w.setsampwidth(1)
+            w.setframerate(8000)
+            w.writeframes(b"\x80" * (90 * 8000))
+        code, _, body = transcribe(self.server.base, buf.getvalue(), "long.wav")
+        self.assertEqual(code, 413, body)
+        self.assertIn("exceeds the limit of 60.0 s", json.loads(body)["error"]["message"])
+
+    def test_slow_clients_are_cut_off_and_others_served(self):
+        import socket
+        host, port = self.server.base.split("//")[1].split(":")
+        slow = []
+        for _ in range(50):
+            s = socket.create_connection((host, int(port)))
+            s.sendall(b"GET /health HTTP/1.1\r\n")
+            slow.append(s)
+        t0 = time.time()
+        self.assertEqual(request(self.server.base, "/health", timeout=5)[0], 200)
+        self.assertLess(time.time() - t0, 1.0)
+        status, took = raw_exchange(self.server.base, b"GET /health HTTP/1.1\r\n", drip=b"X-Slow: 1" * 10)
+        self.assertIn(" 408 ", status)
+        self.assertLess(took, 6)
+        head = (b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                b"Content-Length: 100000\r\n\r\n")
+        status, took = raw_exchange(self.server.base, head, drip=b"y" * 40)  # 5 bytes a second
+        self.assertIn(" 408 ", status)
+        for s in slow:
+            s.close()
+        self.assertEqual(request(self.server.base, "/health")[0], 200)
 
 
 class ServerPolicy(unittest.TestCase):

@@ -42,28 +42,112 @@ sf_count_t mem_read(void * dst, sf_count_t n, void * u) {
 sf_count_t mem_write(const void *, sf_count_t, void *) { return 0; }
 sf_count_t mem_tell(void * u) { return static_cast<MemoryStream *>(u)->pos; }
 
+// soxr's streaming resampler (the same engine and quality as the one-shot call), or none when the rates
+// match: blocks of mono samples in, the output appended to OUT.
+class Resampler {
+public:
+    Resampler(int in_rate, int out_rate, std::vector<float> & out) : out_(out), in_rate_(in_rate), out_rate_(out_rate) {
+        if (in_rate == out_rate) {
+            return;
+        }
+        soxr_error_t        err     = nullptr;
+        soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+        soxr_io_spec_t      io      = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+        soxr_ = soxr_create(in_rate, out_rate, 1, &err, &io, &quality, nullptr);
+        if (err || !soxr_) {
+            fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: cannot resample %d -> %d Hz: %s", in_rate, out_rate,
+                 err ? err : "soxr_create failed");
+        }
+    }
+    ~Resampler() {
+        if (soxr_) {
+            soxr_delete(soxr_);
+        }
+    }
+    Resampler(const Resampler &) = delete;
+    Resampler & operator=(const Resampler &) = delete;
+
+    void push(const float * x, size_t n) {
+        in_ += n;
+        if (!soxr_) {
+            out_.insert(out_.end(), x, x + n);
+            return;
+        }
+        run(x, n);
+    }
+    // Flushes the resampler; the output is cut to round(n_in * ratio) samples, as the one-shot call gives.
+    void finish() {
+        if (!soxr_) {
+            return;
+        }
+        run(nullptr, 0);
+        const size_t want = size_t(std::llround(double(in_) * double(out_rate_) / double(in_rate_)));
+        if (out_.size() > want) {
+            out_.resize(want);
+        }
+    }
+
+private:
+    void run(const float * x, size_t n) {
+        float buf[4096];
+        size_t used = 0;
+        do {
+            size_t consumed = 0, produced = 0;
+            soxr_error_t err = soxr_process(soxr_, x ? x + used : nullptr, x ? n - used : 0, &consumed, buf,
+                                            sizeof buf / sizeof buf[0], &produced);
+            if (err) {
+                fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", in_rate_, out_rate_, err);
+            }
+            out_.insert(out_.end(), buf, buf + produced);
+            used += consumed;
+            if (!x && produced == 0) {
+                break; // flushed
+            }
+            if (x && used >= n && produced < sizeof buf / sizeof buf[0]) {
+                break;
+            }
+        } while (true);
+    }
+
+    std::vector<float> & out_;
+    soxr_t               soxr_ = nullptr;
+    int                  in_rate_, out_rate_;
+    size_t               in_ = 0;
+};
+
 std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::string & what, int target_rate,
-                            size_t encoded_bytes) {
+                            size_t encoded_bytes, const AudioLimits & limits) {
+    struct Closer {
+        SNDFILE * sf;
+        ~Closer() { sf_close(sf); }
+    } closer {sf};
     if (info.channels <= 0 || info.samplerate <= 0) {
-        sf_close(sf);
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: invalid audio header (%d channels, %d Hz)", what.c_str(), info.channels,
              info.samplerate);
     }
     if (info.samplerate < kMinSampleRate || info.samplerate > kMaxSampleRate) {
-        sf_close(sf);
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: sample rate %d Hz is outside %d..%d Hz", what.c_str(), info.samplerate,
              kMinSampleRate, kMaxSampleRate);
     }
-    // Downmix while reading, into a buffer sized from the header when it is plausible: long recordings
-    // then cost one mono copy at the file's rate, not an interleaved one grown by doubling. The header's
-    // frame count is only believed up to what the encoded bytes could hold at a generous compression
-    // ratio: a few bytes claiming a billion frames (fuzz_audio found one) get no 4 GB reservation.
-    std::vector<float> mono;
+    const double max_frames = limits.max_seconds > 0 ? limits.max_seconds * info.samplerate : 0;
+    auto too_long = [&](double seconds, const char * how) {
+        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "%s: audio of %s%.1f s exceeds the limit of %.1f s", what.c_str(), how, seconds,
+             limits.max_seconds);
+    };
+    if (max_frames > 0 && info.frames > 0 && double(info.frames) > max_frames) {
+        too_long(double(info.frames) / info.samplerate, ""); // the header says so: nothing is decoded
+    }
+    // The output is reserved from the header when it is plausible: the header's frame count is only
+    // believed up to what the encoded bytes could hold at a generous compression ratio (a few bytes
+    // claiming a billion frames, which fuzz_audio found, get no 4 GB reservation).
+    std::vector<float> out;
     const sf_count_t plausible = std::max<sf_count_t>(sf_count_t(1) << 20, sf_count_t(encoded_bytes) * 64);
     if (info.frames > 0 && info.frames < sf_count_t(6) * 3600 * info.samplerate) {
-        mono.reserve(size_t(std::min(info.frames, plausible)));
+        out.reserve(size_t(double(std::min(info.frames, plausible)) * target_rate / info.samplerate) + 16);
     }
-    std::vector<float> chunk(size_t(4096) * size_t(info.channels));
+    Resampler resample(info.samplerate, target_rate, out);
+    std::vector<float> chunk(size_t(4096) * size_t(info.channels)), mono(4096);
+    size_t frames = 0;
     for (;;) {
         const sf_count_t got = sf_readf_float(sf, chunk.data(), 4096);
         if (got <= 0) {
@@ -75,22 +159,30 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
             for (int c = 0; c < info.channels; ++c) {
                 sum += chunk[size_t(i) * size_t(info.channels) + size_t(c)];
             }
-            mono.push_back(float(sum / info.channels));
+            mono[size_t(i)] = float(sum / info.channels);
+        }
+        resample.push(mono.data(), size_t(got));
+        frames += size_t(got);
+        if (max_frames > 0 && double(frames) > max_frames) {
+            too_long(limits.max_seconds, "over "); // decoding stops here
+        }
+        if (limits.abort && limits.abort()) {
+            fail(TRANSCRIBE_ERR_ABORTED, "%s: decoding aborted by the caller", what.c_str());
         }
     }
     const int err = sf_error(sf);
-    std::string msg = err ? sf_strerror(sf) : "";
-    sf_close(sf);
     if (err) {
-        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: decode error: %s", what.c_str(), msg.c_str());
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: decode error: %s", what.c_str(), sf_strerror(sf));
     }
-    if (mono.empty()) {
+    if (frames == 0) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: no audio samples", what.c_str());
     }
-    if (info.samplerate == target_rate) {
-        return mono;
+    resample.finish();
+    if (out.empty()) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "%s: %zu samples at %d Hz are less than one sample at %d Hz", what.c_str(), frames,
+             info.samplerate, target_rate);
     }
-    return audio_to_mono(mono.data(), mono.size(), info.samplerate, 1, target_rate);
+    return out;
 }
 
 } // namespace
@@ -103,7 +195,7 @@ void audio_check_finite(const float * samples, size_t n, const char * what) {
     }
 }
 
-std::vector<float> audio_decode_file(const std::string & path, int target_rate) {
+std::vector<float> audio_decode_file(const std::string & path, int target_rate, const AudioLimits & limits) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) {
         fail(errno == ENOENT ? TRANSCRIBE_ERR_FILE_NOT_FOUND : TRANSCRIBE_ERR_FILE_READ, "audio file %s: %s",
@@ -117,10 +209,10 @@ std::vector<float> audio_decode_file(const std::string & path, int target_rate) 
     if (!sf) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio file %s: cannot decode: %s", path.c_str(), sf_strerror(nullptr));
     }
-    return read_all(sf, info, "audio file " + path, target_rate, size_t(st.st_size));
+    return read_all(sf, info, "audio file " + path, target_rate, size_t(st.st_size), limits);
 }
 
-std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate) {
+std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate, const AudioLimits & limits) {
     if (!data || size == 0) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio buffer: empty");
     }
@@ -131,7 +223,7 @@ std::vector<float> audio_decode_memory(const void * data, size_t size, int targe
     if (!sf) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio buffer: cannot decode: %s", sf_strerror(nullptr));
     }
-    return read_all(sf, info, "audio buffer", target_rate, size);
+    return read_all(sf, info, "audio buffer", target_rate, size, limits);
 }
 
 std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,

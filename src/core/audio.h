@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,16 @@ namespace transcribe {
 constexpr int kMinSampleRate = 1000;
 constexpr int kMaxSampleRate = 768000;
 
-std::vector<float> audio_decode_file(const std::string & path, int target_rate);
-std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate);
+// How much audio a decode may produce, and when to stop it.
+struct AudioLimits {
+    double                max_seconds = 0; // <= 0: none; past it INPUT_TOO_LONG (the header's length first)
+    std::function<bool()> abort;           // polled between blocks: true stops with ABORTED
+};
+
+// Decoded, downmixed and resampled block by block (soxr's streaming resampler), so a long file is held
+// once, at the target rate.
+std::vector<float> audio_decode_file(const std::string & path, int target_rate, const AudioLimits & limits = {});
+std::vector<float> audio_decode_memory(const void * data, size_t size, int target_rate, const AudioLimits & limits = {});
 // Interleaved PCM at any rate / channel count to mono at target_rate.
 std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
                                  int target_rate);

@@ -40,6 +40,7 @@ int main(int argc, char ** argv) {
                 timestamps_name;
     std::vector<std::string> audio_paths;
     int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
+    double max_audio_s = 3 * 3600;
     bool progress = false, show_version = false, as_json = false, no_repack = false, stream = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
@@ -57,6 +58,8 @@ int main(int argc, char ** argv) {
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio (LLM decoders)")->check(CLI::PositiveNumber);
     app.add_option("--chunk-ms", chunk_ms, "cut longer audio into pieces of at most this many ms (default: the model's window)")
         ->check(CLI::PositiveNumber);
+    app.add_option("--max-audio-s", max_audio_s, "refuse audio longer than this many seconds (default 3 h; 0: no limit)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
@@ -150,7 +153,8 @@ int main(int argc, char ** argv) {
     int exit_code = 0;
     for (const std::string & path : audio_paths) {
         transcribe_audio audio {};
-        if ((st = transcribe_audio_load(path.c_str(), info.sample_rate, &audio)) != TRANSCRIBE_OK) {
+        const transcribe_audio_limits limits {max_audio_s, nullptr, nullptr};
+        if ((st = transcribe_audio_load_limited(path.c_str(), info.sample_rate, &limits, &audio)) != TRANSCRIBE_OK) {
             exit_code = die(st);
             break;
         }

@@ -1,6 +1,7 @@
 // transcribe-server: an OpenAI-compatible transcription endpoint over one loaded model.
 #include "transcribe.h"
 
+#include "read_guard.h"
 #include "server.h"
 
 #include "../common/vad_options.h"
@@ -42,6 +43,13 @@ int main(int argc, char ** argv) {
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     std::string api_key, cors_origin;
+    double header_timeout_s = 10, body_min_kbps = 16, max_audio_s = 1800;
+    app.add_option("--max-audio-s", max_audio_s, "refuse audio longer than this many seconds, 413 (default 30 min; 0: no limit)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--header-timeout-s", header_timeout_s, "time a client has to send its request headers (408 after)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--body-min-kbps", body_min_kbps, "slowest average upload accepted once the body has had --header-timeout-s, KiB/s (408 below)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--api-key", api_key, "require \"Authorization: Bearer KEY\" on every route but /health "
                                          "(default: $TRANSCRIBE_API_KEY)");
     app.add_option("--cors-origin", cors_origin, "allow browser requests from ORIGIN (answers CORS preflights)");
@@ -83,11 +91,19 @@ int main(int argc, char ** argv) {
 
     httplib::Server svr;
     g_server = &svr;
-    // Enough HTTP workers for the running and the waiting requests, plus a few for health checks and
-    // for answering 503 once the queue is full.
-    const int workers = parallel + queue + 4;
-    svr.new_task_queue = [workers] { return new httplib::ThreadPool(size_t(workers)); };
+    // HTTP workers for the running and the waiting requests, plus plenty for health checks, 503s and
+    // clients too slow to finish their request (each is cut off by the read limits, meanwhile it holds
+    // a thread, not the server).
+    const int workers = parallel + queue + 64;
     st.max_upload_bytes = size_t(max_upload_mb) << 20;
+    st.max_audio_s      = max_audio_s;
+    ReadLimits limits;
+    limits.header_seconds = header_timeout_s;
+    limits.body_grace_s   = header_timeout_s;
+    limits.body_min_rate  = body_min_kbps * 1024;
+    limits.body_bytes     = st.max_upload_bytes + (64 << 10); // multipart framing and chunk sizes on top
+    svr.new_task_queue = [workers, limits] { return guarded_pool(size_t(workers), limits); };
+    svr.set_keep_alive_max_count(1); // one request a connection: the read limits are per connection
     install_routes(svr, st);
 
     std::signal(SIGINT, on_signal);

@@ -3,6 +3,7 @@
 #include "../common/formats.h"
 #include "../common/text_stream.h"
 #include "connection_watch.h"
+#include "read_guard.h"
 
 #include <nlohmann/json.hpp>
 
@@ -84,6 +85,12 @@ httplib::Server::HandlerResponse before_routing(const ServerState & st, const ht
         send_error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + route->second + ")");
         return httplib::Server::HandlerResponse::Handled;
     }
+    const std::string encoding = req.get_header_value("Content-Encoding");
+    if (!encoding.empty() && encoding != "identity") {
+        // Inflating would take the upload limit off the decoded size: the audio is compressed already.
+        send_error(res, 415, "Content-Encoding " + encoding + " is not accepted: send the audio file as it is");
+        return httplib::Server::HandlerResponse::Handled;
+    }
     if (!st.api_key.empty() && req.path != "/health" &&
         !same_secret(req.get_header_value("Authorization"), "Bearer " + st.api_key)) {
         send_error(res, 401, "missing or incorrect API key (Authorization: Bearer KEY)", nullptr, "invalid_api_key");
@@ -94,6 +101,9 @@ httplib::Server::HandlerResponse before_routing(const ServerState & st, const ht
 
 // One line per request on stderr: method, path, status, bytes in, audio seconds, milliseconds.
 void access_log(const httplib::Request & req, const httplib::Response & res) {
+    if (read_refused()) {
+        return; // the read limits answered and logged this connection
+    }
     const std::string length = req.get_header_value("Content-Length");
     const size_t bytes_in = length.empty() ? req.body.size() : size_t(std::strtoull(length.c_str(), nullptr, 10));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_request.start).count();
@@ -255,25 +265,34 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     const std::string language = form_field(req, "language", "");
     // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
 
+    // A session first (503 without decoding anything when the queue is full), then the audio, decoded
+    // under the duration limit and stopped when the client goes away.
+    SessionPool::Lease lease = st.pool->acquire();
+    if (!lease) {
+        send_error(res, 503, "server busy: too many requests are waiting, retry later");
+        return;
+    }
+    ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_port);
     const std::string & bytes = req.get_file_value("file").content;
     transcribe_audio audio {};
-    if (transcribe_audio_load_memory(bytes.data(), bytes.size(), st.info.sample_rate, &audio) != TRANSCRIBE_OK) {
+    transcribe_audio_limits limits {st.max_audio_s, [](void * w) { return static_cast<ConnectionWatch *>(w)->closed(); },
+                                    &watch};
+    const transcribe_status decoded =
+        transcribe_audio_load_memory_limited(bytes.data(), bytes.size(), st.info.sample_rate, &limits, &audio);
+    if (decoded == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
+        send_error(res, 413, transcribe_last_error(), "file");
+        return;
+    }
+    if (decoded != TRANSCRIBE_OK) {
         send_error(res, 400, unsupported_container(bytes) + "could not decode the uploaded audio: " + transcribe_last_error() +
                                  " (supported: wav, flac, ogg (vorbis, opus), mp3 and the other formats libsndfile reads)",
                    "file");
-        return;
-    }
-    SessionPool::Lease lease = st.pool->acquire();
-    if (!lease) {
-        transcribe_audio_free(&audio);
-        send_error(res, 503, "server busy: too many requests are waiting, retry later");
         return;
     }
     if (stream) {
         stream_transcription(st, res, std::move(lease), audio, language);
         return;
     }
-    ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_port);
     lease.set_abort_check([&watch] { return watch.closed(); });
 
     transcribe_run_params rp = transcribe_run_params_init();
@@ -334,6 +353,15 @@ void install_routes(httplib::Server & server, ServerState & state) {
     server.set_pre_routing_handler(
         [&state](const httplib::Request & req, httplib::Response & res) { return before_routing(state, req, res); });
     server.set_logger(access_log);
+    // Expect: 100-continue with a body over the limit: 413 instead of inviting the body.
+    server.set_expect_100_continue_handler([&state](const httplib::Request & req, httplib::Response & res) {
+        const std::string length = req.get_header_value("Content-Length");
+        if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > state.max_upload_bytes) {
+            send_error(res, 413, "upload larger than " + std::to_string(state.max_upload_bytes >> 20) + " MiB");
+            return 413;
+        }
+        return 100;
+    });
     server.set_payload_max_length(state.max_upload_bytes);
     const size_t limit_mib = state.max_upload_bytes >> 20;
     server.set_error_handler([limit_mib](const httplib::Request &, httplib::Response & res) {
