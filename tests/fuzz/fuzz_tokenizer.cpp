@@ -1,7 +1,7 @@
 // libFuzzer: the tokenizer. Property: for valid UTF-8, decode(encode(text)) == text; arbitrary id
 // sequences (out-of-range ones included) decode without fault to valid UTF-8.
 #include "core/model_file.h"
-#include "core/tokenizer.h"
+#include "core/bpe_tokenizer.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -13,7 +13,7 @@ using namespace transcribe;
 
 namespace {
 
-const Tokenizer * g_tok = nullptr;
+const BpeTokenizer * g_tok = nullptr;
 
 bool valid_utf8(const std::string & s) { return utf8_sanitize(s) == s; }
 
@@ -22,7 +22,7 @@ bool valid_utf8(const std::string & s) { return utf8_sanitize(s) == s; }
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     const char * vocab = std::getenv("TRANSCRIBE_FUZZ_VOCAB");
     ModelFile f(vocab ? vocab : TRANSCRIBE_FUZZ_VOCAB_DEFAULT, {true});
-    g_tok = new Tokenizer(Tokenizer::from_file(f));
+    g_tok = new BpeTokenizer(BpeTokenizer::from_file(f));
     return 0;
 }
 
