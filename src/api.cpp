@@ -211,6 +211,31 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     return TRANSCRIBE_OK;
 }
 
+AudioLimits audio_limits(const transcribe_audio_limits * l) {
+    AudioLimits a;
+    if (l) {
+        a.max_seconds = l->max_seconds;
+        if (l->abort_callback) {
+            a.abort = [cb = l->abort_callback, ud = l->abort_user_data] { return cb(ud); };
+        }
+    }
+    return a;
+}
+
+// The audio loaders' one body: API names the entry point in errors, DECODE(rate) decodes.
+template <typename Decode>
+transcribe_status load_audio(const char * api, bool args_ok, int target_rate, transcribe_audio * out, Decode && decode) {
+    return guarded([&] {
+        if (!args_ok || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "%s: null argument", api);
+        }
+        *out = transcribe_audio {nullptr, 0, 0};
+        const int rate = target_rate > 0 ? target_rate : 16000;
+        fill_audio(decode(rate), rate, out);
+        return TRANSCRIBE_OK;
+    });
+}
+
 } // namespace
 
 extern "C" {
@@ -402,64 +427,25 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
 void transcribe_session_free(transcribe_session * session) { delete session; }
 
 transcribe_status transcribe_audio_load(const char * path, int target_rate, transcribe_audio * out) {
-    return guarded([&] {
-        if (!path || !out) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load: null argument");
-        }
-        *out = transcribe_audio {nullptr, 0, 0};
-        const int rate = target_rate > 0 ? target_rate : 16000;
-        fill_audio(audio_decode_file(path, rate), rate, out);
-        return TRANSCRIBE_OK;
-    });
+    return load_audio("transcribe_audio_load", path != nullptr, target_rate, out,
+                      [&](int rate) { return audio_decode_file(path, rate); });
 }
 
 transcribe_status transcribe_audio_load_memory(const void * data, size_t size, int target_rate, transcribe_audio * out) {
-    return guarded([&] {
-        if (!out) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_memory: null argument");
-        }
-        *out = transcribe_audio {nullptr, 0, 0};
-        const int rate = target_rate > 0 ? target_rate : 16000;
-        fill_audio(audio_decode_memory(data, size, rate), rate, out);
-        return TRANSCRIBE_OK;
-    });
-}
-
-static AudioLimits audio_limits(const transcribe_audio_limits * l) {
-    AudioLimits a;
-    if (l) {
-        a.max_seconds = l->max_seconds;
-        if (l->abort_callback) {
-            a.abort = [cb = l->abort_callback, ud = l->abort_user_data] { return cb(ud); };
-        }
-    }
-    return a;
+    return load_audio("transcribe_audio_load_memory", true, target_rate, out,
+                      [&](int rate) { return audio_decode_memory(data, size, rate); });
 }
 
 transcribe_status transcribe_audio_load_limited(const char * path, int target_rate, const transcribe_audio_limits * limits,
                                                 transcribe_audio * out) {
-    return guarded([&] {
-        if (!path || !out) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_limited: null argument");
-        }
-        *out = transcribe_audio {nullptr, 0, 0};
-        const int rate = target_rate > 0 ? target_rate : 16000;
-        fill_audio(audio_decode_file(path, rate, audio_limits(limits)), rate, out);
-        return TRANSCRIBE_OK;
-    });
+    return load_audio("transcribe_audio_load_limited", path != nullptr, target_rate, out,
+                      [&](int rate) { return audio_decode_file(path, rate, audio_limits(limits)); });
 }
 
 transcribe_status transcribe_audio_load_memory_limited(const void * data, size_t size, int target_rate,
                                                        const transcribe_audio_limits * limits, transcribe_audio * out) {
-    return guarded([&] {
-        if (!out) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_audio_load_memory_limited: null argument");
-        }
-        *out = transcribe_audio {nullptr, 0, 0};
-        const int rate = target_rate > 0 ? target_rate : 16000;
-        fill_audio(audio_decode_memory(data, size, rate, audio_limits(limits)), rate, out);
-        return TRANSCRIBE_OK;
-    });
+    return load_audio("transcribe_audio_load_memory_limited", true, target_rate, out,
+                      [&](int rate) { return audio_decode_memory(data, size, rate, audio_limits(limits)); });
 }
 
 transcribe_status transcribe_audio_from_pcm(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,

@@ -87,10 +87,10 @@ void TransducerState::predict(int32_t token) {
         tensor_set(g.get("h_in"), h_);
         tensor_set(g.get("c_in"), c_);
     });
-    h_         = tensor_get_f32(g.get("h_out"));
-    c_         = tensor_get_f32(g.get("c_out"));
-    pred_out_  = tensor_get_f32(g.get("pred_out"));
-    pred_proj_ = tensor_get_f32(g.get("pred_proj"));
+    tensor_get_f32(g.get("h_out"), h_);
+    tensor_get_f32(g.get("c_out"), c_);
+    tensor_get_f32(g.get("pred_out"), pred_out_);
+    tensor_get_f32(g.get("pred_proj"), pred_proj_);
 }
 
 const std::vector<float> & TransducerState::joint(const float * enc_proj_row) {
@@ -100,7 +100,7 @@ const std::vector<float> & TransducerState::joint(const float * enc_proj_row) {
     }
     Graph & g = *joint_;
     exec_.compute(g, [&] { tensor_set(g.get("joint_in"), joint_in_); });
-    logits_ = tensor_get_f32(g.get("logits"));
+    tensor_get_f32(g.get("logits"), logits_);
     return logits_;
 }
 

@@ -192,12 +192,17 @@ void tensor_set(ggml_tensor * t, const void * data, size_t bytes) {
     ggml_backend_tensor_set(t, data, 0, bytes);
 }
 
-std::vector<float> tensor_get_f32(const ggml_tensor * t) {
+void tensor_get_f32(const ggml_tensor * t, std::vector<float> & out) {
     if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t)) {
         fail(TRANSCRIBE_ERR_INTERNAL, "tensor %s is not contiguous F32", ggml_get_name(t));
     }
-    std::vector<float> out(size_t(ggml_nelements(t)));
+    out.resize(size_t(ggml_nelements(t)));
     ggml_backend_tensor_get(t, out.data(), 0, ggml_nbytes(t));
+}
+
+std::vector<float> tensor_get_f32(const ggml_tensor * t) {
+    std::vector<float> out;
+    tensor_get_f32(t, out);
     return out;
 }
 

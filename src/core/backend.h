@@ -81,5 +81,7 @@ private:
 void tensor_set(ggml_tensor * t, const void * data, size_t bytes);
 template <typename T> void tensor_set(ggml_tensor * t, const std::vector<T> & v) { tensor_set(t, v.data(), v.size() * sizeof(T)); }
 std::vector<float> tensor_get_f32(const ggml_tensor * t);
+// Into OUT, resized: a caller stepping a graph many times reuses the same buffer.
+void tensor_get_f32(const ggml_tensor * t, std::vector<float> & out);
 
 } // namespace transcribe

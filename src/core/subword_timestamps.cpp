@@ -43,8 +43,8 @@ std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, cons
         w.text        = tok.decode(ids);
         w.start       = tokens[built.front()].start;
         w.end         = tokens[last].end;
-        w.first_token = built.front();
-        w.n_tokens    = last + 1 - built.front();
+        w.first = built.front();
+        w.count = last + 1 - built.front();
         words.push_back(std::move(w));
     };
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -69,7 +69,7 @@ std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, cons
                 last.text.pop_back();
             }
             last.text += text[i];
-            last.n_tokens = i + 1 - last.first_token;
+            last.count = i + 1 - last.first;
         } else if (punct && !built.empty()) {
             const std::string p = tok.piece(tokens[built.back()].id);
             if (p == " " || p == "_" || p == "\xE2\x96\x81") {
@@ -105,8 +105,8 @@ std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, con
         }
         s.start       = words[first].start;
         s.end         = words[last].end;
-        s.first_token = first; // here: the first word
-        s.n_tokens    = last + 1 - first;
+        s.first = first;
+        s.count = last + 1 - first;
         segments.push_back(std::move(s));
     };
     for (size_t i = 0; i < words.size(); ++i) {

@@ -22,7 +22,7 @@ struct TimedText {
     std::string text;
     int64_t     start = 0;
     int64_t     end   = 0;
-    size_t      first_token = 0, n_tokens = 0; // the tokens it is made of
+    size_t      first = 0, count = 0; // what it is made of: tokens for a word, words for a segment
 };
 
 struct SubwordRules {

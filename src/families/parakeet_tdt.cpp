@@ -113,7 +113,6 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
     dump_f32("pred_state_sos_c", state_.c(), {hp.pred_layers, hp.pred_hidden});
     dump_f32("joint_pred_proj_sos", state_.pred_proj(), {J});
     Transcript out;
-    std::vector<TimedToken> timed;
     int on_frame = 0;
     for (int t = 0; t < T;) {
         const std::vector<float> & logits = state_.joint(&enc_proj[size_t(t) * size_t(J)]);
@@ -136,7 +135,6 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
         }
         out.token_frames.push_back(t);
         out.token_durations.push_back(duration);
-        timed.push_back({token, t, t + duration});
         state_.predict(token);
         ++timings_.n_decode_tokens;
         ++on_frame;
@@ -157,6 +155,10 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
     const Tokenizer & tok = model_.tokenizer();
     const SubwordRules & rules = model_.rules_;
     out.text = strip_space_before_punctuation(tok.decode(out.tokens), rules);
+    std::vector<TimedToken> timed;
+    for (size_t i = 0; i < out.tokens.size(); ++i) {
+        timed.push_back({out.tokens[i], out.token_frames[i], out.token_frames[i] + out.token_durations[i]});
+    }
     refine_punctuation_times(timed, tok, rules);
     const int64_t ms = model_.encoder_.frame_ms();
     const std::vector<TimedText> words = word_offsets(timed, tok, rules);
@@ -168,10 +170,9 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
         seg.t0_ms = s.start * ms;
         seg.t1_ms = s.end * ms;
         seg.text  = s.text;
-        seg.words.assign(out.words.begin() + long(s.first_token), out.words.begin() + long(s.first_token + s.n_tokens));
-        const size_t tok0 = words[s.first_token].first_token;
-        const size_t tok1 = words[s.first_token + s.n_tokens - 1].first_token + words[s.first_token + s.n_tokens - 1].n_tokens;
-        seg.tokens.assign(out.tokens.begin() + long(tok0), out.tokens.begin() + long(tok1));
+        seg.words.assign(out.words.begin() + long(s.first), out.words.begin() + long(s.first + s.count));
+        const TimedText & last = words[s.first + s.count - 1];
+        seg.tokens.assign(out.tokens.begin() + long(words[s.first].first), out.tokens.begin() + long(last.first + last.count));
         out.segments.push_back(std::move(seg));
     }
     progress(options, 1.0f);

@@ -1,11 +1,10 @@
 // transcribe-bench: load, mel, encoder, prefill and decode timings of one model on one audio file.
 #include "transcribe.h"
 
+#include "../common/tool_errors.h"
 #include "../common/vad_options.h"
 
 #include <CLI/CLI.hpp>
-#include "../common/tool_errors.h"
-
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>

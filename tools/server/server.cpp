@@ -155,6 +155,16 @@ json words_json(const std::vector<OutputWord> & words) {
     return a;
 }
 
+// What every transcription request runs with; LANGUAGE ("" = the model's) must outlive the run.
+transcribe_run_params run_params(const ServerState & st, const std::string & language) {
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = st.max_new_tokens;
+    rp.language       = language.empty() ? nullptr : language.c_str();
+    rp.vad            = st.vad;
+    rp.vad_params     = st.vad_params;
+    return rp;
+}
+
 std::string sse_event(const json & data) {
     return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
@@ -183,11 +193,7 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
         } out {sink, {}};
         job->lease.set_abort_check([&sink] { return !sink.is_writable(); });
         t_request.audio_s = double(job->audio.n_samples) / st.info.sample_rate;
-        transcribe_run_params rp = transcribe_run_params_init();
-        rp.max_new_tokens  = st.max_new_tokens;
-        rp.language        = job->language.empty() ? nullptr : job->language.c_str();
-        rp.vad             = st.vad;
-        rp.vad_params      = st.vad_params;
+        transcribe_run_params rp = run_params(st, job->language);
         rp.token_user_data = &out;
         rp.token_callback  = [](int32_t, const char * bytes, size_t n, void * user) {
             Sink & o = *static_cast<Sink *>(user);
@@ -295,11 +301,7 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     }
     lease.set_abort_check([&watch] { return watch.closed(); });
 
-    transcribe_run_params rp = transcribe_run_params_init();
-    rp.max_new_tokens = st.max_new_tokens;
-    rp.language       = language.empty() ? nullptr : language.c_str();
-    rp.vad            = st.vad;
-    rp.vad_params     = st.vad_params;
+    transcribe_run_params rp = run_params(st, language);
     transcribe_result * result = nullptr;
     const transcribe_status status = transcribe_run(lease.session(), audio.samples, audio.n_samples, &rp, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;
