@@ -132,12 +132,19 @@ typedef struct transcribe_session_params {
     void *                       abort_user_data;
     transcribe_progress_callback progress_callback;
     void *                       progress_user_data;
+    /* Recordings (or pieces of one) decoded together, their weights read once a step, for models with an
+     * LLM decoder: each holds its own KV cache (n_ctx positions), touched only when used. 0: as many
+     * as an eighth of the free memory holds, at most 8; 1: one at a time. (Appended: callers built
+     * against an older header must rebuild.) */
+    int                          n_batch;
 } transcribe_session_params;
 
 TRANSCRIBE_API transcribe_session_params transcribe_session_params_init(void);
 TRANSCRIBE_API transcribe_status transcribe_session_create(transcribe_model * model, const transcribe_session_params * params,
                                                            transcribe_session ** out_session);
 TRANSCRIBE_API void transcribe_session_free(transcribe_session * session);
+/* How many recordings the session decodes together (1 for models that do not batch). */
+TRANSCRIBE_API int transcribe_session_batch_size(const transcribe_session * session);
 
 /* ---------------------------------------------------------------- audio */
 /* Mono float PCM in [-1, 1] at sample_rate; owned by the library, release with transcribe_audio_free. */
@@ -238,12 +245,16 @@ typedef struct transcribe_run_params {
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
 
 /* pcm: mono float samples at the model's sample rate, any length: audio longer than the window is cut at
- * pauses into pieces transcribed one after another, each a segment with times in the original audio.
+ * pauses into pieces, decoded together up to the session's batch size (one after another when a
+ * token_callback streams), each a segment with times in the original audio.
  * On TRANSCRIBE_OK or TRANSCRIBE_ERR_OUTPUT_TRUNCATED (some piece ran out of token budget; its segment is
  * flagged) *out_result holds the transcript; otherwise it is set to NULL. */
 TRANSCRIBE_API transcribe_status transcribe_run(transcribe_session * session, const float * pcm, size_t n_samples,
                                                 const transcribe_run_params * params, transcribe_result ** out_result);
-/* n utterances; results[i] and statuses[i] as transcribe_run would give them. Returns TRANSCRIBE_OK when
+/* n utterances; results[i] and statuses[i] as transcribe_run would give them (the same ids: batching does
+ * not change what is decoded beyond F32 rounding of the logits). Those within one window are decoded
+ * together, up to the session's batch size at a time, a finished one's place taken by the next (without a
+ * VAD or token_callback); the others then run as transcribe_run runs them. Returns TRANSCRIBE_OK when
  * every utterance succeeded, else the first failing status. */
 TRANSCRIBE_API transcribe_status transcribe_run_batch(transcribe_session * session, const float * const * pcm,
                                                       const size_t * n_samples, int n,

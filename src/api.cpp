@@ -142,18 +142,23 @@ RunRequest run_request(const transcribe_run_params * p) {
     return r;
 }
 
-transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req,
-                          transcribe_result ** out) {
-    if (!pcm || n == 0) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
-    }
-    audio_check_finite(pcm, n, "input audio");
-    const ModelInfo & info = s->model->impl->info();
+// Samples in one run of the model: the caller's chunk, else the model's own limit.
+size_t window_samples(const ModelInfo & info, const RunRequest & req) {
     const int64_t window_ms = req.chunk_ms > 0 ? req.chunk_ms : info.max_audio_ms;
     const size_t window = size_t(window_ms * info.sample_rate / 1000);
     if (window < size_t(info.sample_rate)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
     }
+    return window;
+}
+
+// The checks every run makes of its audio and options, and the options the session gets.
+RunOptions run_options(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req) {
+    if (!pcm || n == 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
+    }
+    audio_check_finite(pcm, n, "input audio");
+    const ModelInfo & info = s->model->impl->info();
     RunOptions o = req.options;
     if (req.token_callback) {
         const Tokenizer & tok = s->model->impl->tokenizer();
@@ -176,6 +181,24 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
                  info.name.c_str(), list.c_str());
         }
     }
+    return o;
+}
+
+// OUTPUT_TRUNCATED (with the result kept) where a piece ran out of token budget.
+transcribe_status result_status(const transcribe_result & r, const RunRequest & req) {
+    if (r.transcript.truncated) {
+        return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
+                      format("transcript truncated: the budget of %d new tokens ran out before the end of a piece",
+                             req.options.max_new_tokens));
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req,
+                          transcribe_result ** out) {
+    const RunOptions o = run_options(s, pcm, n, req);
+    const ModelInfo & info = s->model->impl->info();
+    const size_t window = window_samples(info, req);
     auto r = std::make_unique<transcribe_result>();
     if (req.vad) {
         if (s->vad_serial != req.vad->serial) {
@@ -201,14 +224,8 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     } else {
         r->transcript = transcribe_pieces(*s->impl, pcm, n, info.sample_rate, window, o);
     }
-    const bool truncated = r->transcript.truncated;
     *out = r.release();
-    if (truncated) {
-        return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
-                      format("transcript truncated: the budget of %d new tokens ran out before the end of a piece",
-                             o.max_new_tokens));
-    }
-    return TRANSCRIBE_OK;
+    return result_status(**out, req);
 }
 
 AudioLimits audio_limits(const transcribe_audio_limits * l) {
@@ -393,6 +410,7 @@ transcribe_session_params transcribe_session_params_init(void) {
     p.abort_user_data    = nullptr;
     p.progress_callback  = nullptr;
     p.progress_user_data = nullptr;
+    p.n_batch            = 0;
     return p;
 }
 
@@ -411,6 +429,10 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
         o.n_threads = p.n_threads > 0 ? p.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
         o.kv_type   = p.kv_type == TRANSCRIBE_KV_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
         o.n_ctx     = p.n_ctx;
+        if (p.n_batch < 0 || p.n_batch > 64) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_session_create: batch of %d (0..64)", p.n_batch);
+        }
+        o.n_batch   = p.n_batch;
         o.abort_callback     = p.abort_callback;
         o.abort_user_data    = p.abort_user_data;
         o.progress_callback  = p.progress_callback;
@@ -425,6 +447,8 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
 }
 
 void transcribe_session_free(transcribe_session * session) { delete session; }
+
+int transcribe_session_batch_size(const transcribe_session * session) { return session ? session->impl->max_batch() : 0; }
 
 transcribe_status transcribe_audio_load(const char * path, int target_rate, transcribe_audio * out) {
     return load_audio("transcribe_audio_load", path != nullptr, target_rate, out,
@@ -503,20 +527,79 @@ transcribe_status transcribe_run_batch(transcribe_session * session, const float
         if (!session || !pcm || !n_samples || n < 0 || !results || !statuses) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run_batch: null or negative argument");
         }
-        const RunRequest o = run_request(params);
-        transcribe_status first = TRANSCRIBE_OK;
         for (int i = 0; i < n; ++i) {
             results[i]  = nullptr;
-            statuses[i] = guarded([&] { return run_one(session, pcm[i], n_samples[i], o, &results[i]); });
+            statuses[i] = TRANSCRIBE_ERR_ABORTED; // until it has run
+        }
+        const RunRequest req = run_request(params);
+        const ModelInfo & info = session->model->impl->info();
+        const size_t window = window_samples(info, req);
+        // Recordings within one window are decoded together (when tokens stream to a callback they go
+        // one by one: its calls would not say whose token each is); longer ones and those the VAD cuts
+        // run after, each with its pieces decoded together.
+        std::vector<int>        together;
+        std::vector<RunOptions> options(static_cast<size_t>(n));
+        std::vector<char>       handled(static_cast<size_t>(n), 0);
+        if (!req.vad && !req.token_callback) {
+            for (int i = 0; i < n; ++i) {
+                if (pcm[i] && n_samples[i] > 0 && n_samples[i] <= window) {
+                    handled[size_t(i)] = 1;
+                    statuses[i] = guarded([&] {
+                        options[size_t(i)] = run_options(session, pcm[i], n_samples[i], req);
+                        together.push_back(i);
+                        return TRANSCRIBE_OK;
+                    });
+                }
+            }
+        }
+        bool aborted = false;
+        if (!together.empty()) {
+            size_t given = 0;
+            const transcribe_status st = guarded([&] {
+                session->impl->run_batch(
+                    [&](BatchJob & job) {
+                        if (given == together.size()) {
+                            return false;
+                        }
+                        const int i   = together[given++];
+                        job.pcm       = pcm[i];
+                        job.n_samples = n_samples[i];
+                        job.options   = options[size_t(i)];
+                        return true;
+                    },
+                    [&](size_t id, Transcript * t, std::exception_ptr error) {
+                        const int i = together[id];
+                        if (t) {
+                            auto r = std::make_unique<transcribe_result>();
+                            r->transcript = std::move(*t);
+                            results[i]  = r.release();
+                            statuses[i] = result_status(*results[i], req);
+                        } else {
+                            statuses[i] = guarded([&]() -> transcribe_status { std::rethrow_exception(error); });
+                        }
+                    });
+                return TRANSCRIBE_OK;
+            });
+            aborted = st != TRANSCRIBE_OK; // the session's abort (or a failure of the batch itself)
+            if (aborted) {
+                for (int i : together) {
+                    if (!results[i]) {
+                        statuses[i] = st;
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < n && !aborted; ++i) {
+            if (handled[size_t(i)]) {
+                continue;
+            }
+            statuses[i] = guarded([&] { return run_one(session, pcm[i], n_samples[i], req, &results[i]); });
+            aborted = statuses[i] == TRANSCRIBE_ERR_ABORTED; // the caller wants everything stopped
+        }
+        transcribe_status first = TRANSCRIBE_OK;
+        for (int i = 0; i < n; ++i) {
             if (statuses[i] != TRANSCRIBE_OK && first == TRANSCRIBE_OK) {
                 first = statuses[i];
-            }
-            if (statuses[i] == TRANSCRIBE_ERR_ABORTED) { // the caller wants everything stopped
-                for (int j = i + 1; j < n; ++j) {
-                    results[j]  = nullptr;
-                    statuses[j] = TRANSCRIBE_ERR_ABORTED;
-                }
-                break;
             }
         }
         return first;

@@ -80,7 +80,7 @@ float max_abs(const std::vector<float> & v) {
 }
 
 std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build) {
-    ggml_init_params p = {ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true};
     ggml_context * ctx = ggml_init(p);
     ggml_cgraph *  gf  = ggml_new_graph(ctx);
     ggml_tensor *  y   = build(ctx);

@@ -146,14 +146,14 @@ TEST_P(DecodeAttention, Matches_ggml_flash_attention_over_the_positions_so_far) 
     const DecodeCase c = GetParam();
     // rows past the position hold NaN: they must not be read
     Operands o(c.head_dim, c.heads, c.kv_heads, 1, c.pos + 1 + 40, c.cache, c.pos + 1, false, 13);
-    if (!decode_attention_op_applies(o.q, o.k, o.v, o.pos)) {
+    if (!decode_attention_op_applies(o.q, o.k, o.v, o.pos, nullptr)) {
         GTEST_SKIP() << "this CPU has no AVX-512";
     }
     const int32_t at = int32_t(c.pos);
     ggml_backend_tensor_set(o.pos, &at, 0, sizeof(at));
     // Every one of the pos + 1 keys is seen: no mask.
     o.expect_matches([&](ggml_context * g) { return reference(g, o.q, o.k, o.v, nullptr, c.pos + 1, o.scale); },
-                     [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, o.pos, o.scale); }, 0.1f);
+                     [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, o.pos, nullptr, o.scale); }, 0.1f);
 }
 
 // Qwen3-1.7B's heads after jfk's prompt; the first position; past one and two steps of the running
@@ -164,3 +164,50 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttention,
                                            DecodeCase {128, 16, 8, 300, GGML_TYPE_F16}, DecodeCase {128, 16, 8, 700, GGML_TYPE_F32},
                                            DecodeCase {64, 6, 2, 90, GGML_TYPE_F16}, DecodeCase {64, 4, 4, 40, GGML_TYPE_F16},
                                            DecodeCase {64, 4, 1, 257, GGML_TYPE_F32}, DecodeCase {16, 4, 2, 60, GGML_TYPE_F16}));
+
+// ---- Decode of several sequences in one op: each query reads its own stretch of the cache ----
+
+TEST(DecodeAttentionBatch, Each_query_reads_only_its_own_stretch_of_the_cache) {
+    constexpr int64_t kB = 3, kStride = 320, kHeadDim = 128, kHeads = 16, kKvHeads = 8;
+    const int32_t positions[kB] = {152, 0, 300}; // after jfk's prompt; a sequence's first token; past one running-softmax step
+    Operands o(kHeadDim, kHeads, kKvHeads, kB, kB * kStride, GGML_TYPE_F16, INT64_MAX, false, 29);
+    ggml_init_params p = {ggml_tensor_overhead() * 2, nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * pos  = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, kB);
+    ggml_tensor * rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, kB);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, o.cpu);
+    ASSERT_TRUE(buf);
+    std::vector<int64_t> at(kB);
+    for (int64_t b = 0; b < kB; ++b) {
+        at[size_t(b)] = b * kStride + positions[b];
+        // Every row of the stretch past the query's own, and so every other sequence's unused rows, holds NaN.
+        const std::vector<ggml_fp16_t> nan_row(size_t(kHeadDim * kKvHeads), ggml_fp32_to_fp16(NAN));
+        for (int64_t r = at[size_t(b)] + 1; r < (b + 1) * kStride; ++r) {
+            ggml_backend_tensor_set(o.k, nan_row.data(), size_t(r) * o.k->nb[1], o.k->nb[1]);
+            ggml_backend_tensor_set(o.v, nan_row.data(), size_t(r) * o.v->nb[1], o.v->nb[1]);
+        }
+    }
+    ggml_backend_tensor_set(pos, positions, 0, sizeof(positions));
+    ggml_backend_tensor_set(rows, at.data(), 0, at.size() * sizeof(int64_t));
+    if (!decode_attention_op_applies(o.q, o.k, o.v, pos, rows)) {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    // The reference: each query alone against its own stretch's first pos + 1 rows.
+    auto ref = [&](ggml_context * g) {
+        ggml_tensor * out = nullptr;
+        for (int64_t b = 0; b < kB; ++b) {
+            ggml_tensor * qb = ggml_view_3d(g, o.q, kHeadDim, kHeads, 1, o.q->nb[1], o.q->nb[2], size_t(b) * o.q->nb[2]);
+            const size_t first = size_t(b * kStride) * o.k->nb[1];
+            ggml_tensor * kb = ggml_view_2d(g, o.k, o.k->ne[0], positions[b] + 1, o.k->nb[1], first);
+            ggml_tensor * vb = ggml_view_2d(g, o.v, o.v->ne[0], positions[b] + 1, o.v->nb[1], first);
+            ggml_tensor * ob = reference(g, ggml_cont(g, qb), kb, vb, nullptr, positions[b] + 1, o.scale);
+            out = out ? ggml_concat(g, out, ob, 2) : ob;
+        }
+        return out;
+    };
+    o.expect_matches(ref, [&](ggml_context * g) { return decode_attention_op(g, o.q, o.k, o.v, pos, rows, o.scale); }, 0.1f);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}

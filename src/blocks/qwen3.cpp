@@ -76,14 +76,12 @@ ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor
     return p.lora_a ? ggml_add(ctx, y, ops::matmul(ctx, p.lora_b, ops::matmul(ctx, p.lora_a, x))) : y;
 }
 
-ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos,
-                           ggml_tensor * kv_idx, ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
-                           const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out) const {
+ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, const Attend & at, int64_t n_out) const {
     const int64_t T = x->ne[1], hd = hp_.head_dim, nh = hp_.n_heads, nkv = hp_.n_kv_heads;
     const float   scale = 1.0f / std::sqrt(float(hd));
     auto rms_norm = [&](ggml_tensor * t, ggml_tensor * w) { return ops::rms_norm(ctx, t, w, hp_.rms_eps); };
     auto rope = [&](ggml_tensor * t) {
-        return ggml_rope_ext(ctx, t, pos, nullptr, int(hd), GGML_ROPE_TYPE_NEOX, hp_.n_ctx_train, hp_.rope_theta, 1.0f,
+        return ggml_rope_ext(ctx, t, at.pos, nullptr, int(hd), GGML_ROPE_TYPE_NEOX, hp_.n_ctx_train, hp_.rope_theta, 1.0f,
                              0.0f, 1.0f, 0.0f, 0.0f);
     };
     for (size_t il = 0; il < layers_.size(); ++il) {
@@ -95,11 +93,13 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
         // hang off the set_rows results so the writes are ordered before the reads.
-        ggml_tensor * k_all = ggml_set_rows(ctx, k_cache[il], ggml_reshape_2d(ctx, k, hd * nkv, T), kv_idx);
-        ggml_tensor * v_all = ggml_set_rows(ctx, v_cache[il], v, kv_idx);
+        ggml_tensor * k_all = ggml_set_rows(ctx, (*at.k_cache)[il], ggml_reshape_2d(ctx, k, hd * nkv, T), at.kv_idx);
+        ggml_tensor * v_all = ggml_set_rows(ctx, (*at.v_cache)[il], v, at.kv_idx);
         ggml_build_forward_expand(gf, k_all);
         ggml_build_forward_expand(gf, v_all);
-        ggml_tensor * o = ops::causal_attention(ctx, q, k_all, v_all, pos, mask, n_kv, scale); // [hd, nh, T]
+        ggml_tensor * o = at.decode
+            ? ops::decode_attention(ctx, q, k_all, v_all, at.pos, at.kv_idx, at.mask, at.n_kv, scale)
+            : ops::causal_attention(ctx, q, k_all, v_all, at.mask, at.n_kv, scale); // [hd, nh, T]
         ggml_tensor * o2 = ggml_reshape_2d(ctx, o, hd * nh, T);
         if (il + 1 == layers_.size() && n_out > 0 && n_out < T) {
             // Nothing reads the other rows past the last attention: skip their projection and FFN.
@@ -115,22 +115,28 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
     return rms_norm(x, out_norm_);
 }
 
-Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx)
-    : lm_(lm), exec_(exec), n_ctx_(n_ctx) {
+size_t Qwen3Decoder::bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_type, int n_ctx) {
+    return 2 * size_t(hp.n_layers) * ggml_row_size(kv_type, int64_t(hp.head_dim) * hp.n_kv_heads) * size_t(n_ctx);
+}
+
+Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq)
+    : lm_(lm), exec_(exec), n_ctx_(n_ctx), n_seq_(n_seq), n_past_(size_t(n_seq), 0), cleared_(size_t(n_seq), false) {
+    if (n_seq < 1 || n_ctx < 1) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "a decoder needs at least one sequence of one position (%d x %d)", n_seq, n_ctx);
+    }
     const Qwen3HParams & hp = lm.hparams();
     ggml_init_params params = {ggml_tensor_overhead() * size_t(2 * hp.n_layers + 2), nullptr, true};
     cache_ctx_ = ggml_init(params);
+    const int64_t rows = int64_t(n_ctx) * n_seq;
     for (int i = 0; i < hp.n_layers; ++i) {
-        k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, n_ctx));
-        v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, n_ctx));
+        k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, rows));
+        v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, rows));
     }
     cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, exec.buffer_type());
     if (!cache_buf_) {
         ggml_free(cache_ctx_); // a throwing constructor runs no destructor
-        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the KV cache (%d positions)", n_ctx);
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the KV cache (%d sequences of %d positions)", n_seq, n_ctx);
     }
-    // Rows past the current position are masked, but must not hold NaNs (0 * NaN = NaN).
-    ggml_backend_buffer_clear(cache_buf_, 0);
 }
 
 Qwen3Decoder::~Qwen3Decoder() {
@@ -142,9 +148,16 @@ Qwen3Decoder::~Qwen3Decoder() {
     }
 }
 
-int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<float> * logits,
+void Qwen3Decoder::check_seq(int seq) const {
+    if (seq < 0 || seq >= n_seq_) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d of a decoder for %d", seq, n_seq_);
+    }
+}
+
+int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits,
                               std::vector<float> * input_embd) {
-    std::string key;
+    check_seq(seq);
+    std::string key = std::to_string(seq) + ":";
     int T = 0;
     for (const Piece & p : prompt) {
         key += (p.rows ? "e" : "i") + std::to_string(p.length()) + ",";
@@ -153,11 +166,23 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
     if (T <= 0 || T > n_ctx_) {
         fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "prompt of %d positions does not fit the context of %d", T, n_ctx_);
     }
+    // Rows past a position are masked, but must not hold NaNs (0 * NaN = NaN) where ggml's flash
+    // attention reads them: a step's masked attention reads every stretch up to the last one in use.
+    for (int s = 0; s <= seq; ++s) {
+        if (!cleared_[size_t(s)]) {
+            for (std::vector<ggml_tensor *> * cache : {&k_cache_, &v_cache_}) {
+                for (ggml_tensor * t : *cache) {
+                    ggml_backend_tensor_memset(t, 0, size_t(s) * size_t(n_ctx_) * t->nb[1], size_t(n_ctx_) * t->nb[1]);
+                }
+            }
+            cleared_[size_t(s)] = true;
+        }
+    }
     auto & slot = prefill_graphs_[key];
     if (!slot) {
-        if (prefill_graphs_.size() > 8) { // a few audio lengths recur; don't hoard graphs for every one
+        if (prefill_graphs_.size() > size_t(8 + n_seq_)) { // a few audio lengths recur; don't hoard graphs for every one
             prefill_graphs_.clear();
-            return prefill(prompt, logits, input_embd);
+            return prefill(seq, prompt, logits, input_embd);
         }
         auto g = std::make_unique<Graph>(16384, "prefill");
         ggml_context * ctx = g->ctx();
@@ -170,10 +195,21 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
             x = x ? ggml_concat(ctx, x, part, 1) : part;
         }
         g->output(x, "input_embd");
-        ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, T);
-        ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, T);
-        ggml_tensor * mask   = g->input("mask", GGML_TYPE_F16, T, T);
-        ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, T, 1));
+        // The prompt sees its own sequence's stretch of the cache as a cache of its own.
+        std::vector<ggml_tensor *> k_seq, v_seq;
+        for (size_t il = 0; il < k_cache_.size(); ++il) {
+            for (auto [from, to] : {std::pair {k_cache_[il], &k_seq}, std::pair {v_cache_[il], &v_seq}}) {
+                to->push_back(ggml_view_2d(ctx, from, from->ne[0], n_ctx_, from->nb[1], size_t(seq) * size_t(n_ctx_) * from->nb[1]));
+            }
+        }
+        Qwen3::Attend at;
+        at.pos     = g->input("pos", GGML_TYPE_I32, T);
+        at.kv_idx  = g->input("kv_idx", GGML_TYPE_I64, T);
+        at.mask    = g->input("mask", GGML_TYPE_F16, T, T);
+        at.k_cache = &k_seq;
+        at.v_cache = &v_seq;
+        at.n_kv    = T;
+        ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1));
         g->output(lg, "logits");
         g->output(ggml_argmax(ctx, lg), "argmax");
         slot = std::move(g);
@@ -209,60 +245,102 @@ int32_t Qwen3Decoder::prefill(const std::vector<Piece> & prompt, std::vector<flo
     });
     ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
     if (logits) {
-        *logits = tensor_get_f32(g.get("logits"));
+        tensor_get_f32(g.get("logits"), *logits);
     }
     if (input_embd) {
-        *input_embd = tensor_get_f32(g.get("input_embd"));
+        tensor_get_f32(g.get("input_embd"), *input_embd);
     }
-    n_past_ = T;
+    n_past_[size_t(seq)] = T;
     return next;
 }
 
-Graph & Qwen3Decoder::decode_graph(int n_kv) {
-    auto & slot = decode_graphs_[n_kv];
+Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {
+    auto & slot = decode_graphs_[{n_batch, n_kv}];
     if (slot) {
         return *slot;
     }
+    if (decode_graphs_.size() > 32) { // batch sizes x cache lengths: rebuilt as they come back, not hoarded
+        decode_graphs_.clear();
+        return decode_graph(n_batch, n_kv);
+    }
     auto g = std::make_unique<Graph>(16384, "decode");
     ggml_context * ctx = g->ctx();
-    ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, 1));
-    ggml_tensor * pos    = g->input("pos", GGML_TYPE_I32, 1);
-    ggml_tensor * kv_idx = g->input("kv_idx", GGML_TYPE_I64, 1);
-    ggml_tensor * mask   = g->input("mask", GGML_TYPE_F16, n_kv, 1);
-    ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, pos, kv_idx, mask, k_cache_, v_cache_, n_kv));
+    ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, n_batch));
+    Qwen3::Attend at;
+    at.pos     = g->input("pos", GGML_TYPE_I32, n_batch);
+    at.kv_idx  = g->input("kv_idx", GGML_TYPE_I64, n_batch);
+    at.mask    = g->input("mask", GGML_TYPE_F16, n_kv, n_batch);
+    at.k_cache = &k_cache_;
+    at.v_cache = &v_cache_;
+    at.n_kv    = n_kv;
+    at.decode  = true;
+    ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at));
     g->output(lg, "logits");
     g->output(ggml_argmax(ctx, lg), "argmax");
     slot = std::move(g);
     return *slot;
 }
 
-int32_t Qwen3Decoder::step(int32_t token, std::vector<float> * logits) {
-    if (n_past_ >= n_ctx_) {
-        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
+void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
+                        std::vector<std::vector<float>> * logits) {
+    const size_t B = seqs.size();
+    if (B == 0 || tokens.size() != B) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "a decode step of %zu sequences with %zu tokens", B, tokens.size());
     }
-    const int pos    = n_past_;
-    const int n_kv   = std::min(n_ctx_, (pos / KV_PAD + 1) * KV_PAD);
-    Graph &   g      = decode_graph(n_kv);
-    int32_t   next   = 0;
+    step_pos_.resize(B);
+    step_rows_.resize(B);
+    int64_t last_row = 0;
+    for (size_t b = 0; b < B; ++b) {
+        const int seq = seqs[b];
+        check_seq(seq);
+        for (size_t c = 0; c < b; ++c) {
+            if (seqs[c] == seq) {
+                fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d twice in one decode step", seq);
+            }
+        }
+        if (n_past_[size_t(seq)] >= n_ctx_) {
+            fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
+        }
+        if (n_past_[size_t(seq)] == 0) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d decoded before its prompt", seq);
+        }
+        step_pos_[b]  = n_past_[size_t(seq)];
+        step_rows_[b] = int64_t(seq) * n_ctx_ + step_pos_[b];
+        last_row      = std::max(last_row, step_rows_[b]);
+    }
+    // The rows a masked attention reads: up to the last one written, padded so few graphs serve.
+    const int total = n_ctx_ * n_seq_;
+    const int n_kv  = std::min(total, int(last_row / KV_PAD + 1) * KV_PAD);
+    Graph &   g     = decode_graph(int(B), n_kv);
     exec_.compute(g, [&] {
-        const int64_t idx = pos;
-        tensor_set(g.get("token"), &token, sizeof(token));
-        tensor_set(g.get("pos"), &pos, sizeof(pos));
-        tensor_set(g.get("kv_idx"), &idx, sizeof(idx));
+        tensor_set(g.get("token"), tokens);
+        tensor_set(g.get("pos"), step_pos_);
+        tensor_set(g.get("kv_idx"), step_rows_);
         if (ggml_tensor * m = g.get("mask"); m->buffer) { // unallocated where no layer reads it (decode_attention_op)
-            step_mask_.resize(size_t(n_kv)); // reused: nothing is allocated per token once the size is reached
-            for (int j = 0; j < n_kv; ++j) {
-                step_mask_[size_t(j)] = j <= pos ? kMaskOpen : kMaskClosed;
+            step_mask_.resize(size_t(n_kv) * B);
+            for (size_t b = 0; b < B; ++b) {
+                const int64_t first = step_rows_[b] - step_pos_[b];
+                for (int j = 0; j < n_kv; ++j) {
+                    step_mask_[b * size_t(n_kv) + size_t(j)] = j >= first && j <= step_rows_[b] ? kMaskOpen : kMaskClosed;
+                }
             }
             tensor_set(m, step_mask_);
         }
     });
-    ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
+    next.resize(B);
+    ggml_backend_tensor_get(g.get("argmax"), next.data(), 0, B * sizeof(int32_t));
     if (logits) {
-        *logits = tensor_get_f32(g.get("logits"));
+        const ggml_tensor * lg = g.get("logits");
+        const size_t vocab = size_t(lg->ne[0]);
+        logits->resize(B);
+        for (size_t b = 0; b < B; ++b) {
+            (*logits)[b].resize(vocab);
+            ggml_backend_tensor_get(lg, (*logits)[b].data(), b * lg->nb[1], vocab * sizeof(float));
+        }
     }
-    ++n_past_;
-    return next;
+    for (int seq : seqs) {
+        ++n_past_[size_t(seq)];
+    }
 }
 
 } // namespace transcribe

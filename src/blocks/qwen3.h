@@ -1,6 +1,7 @@
 // Qwen3 causal LM: GQA with per-head Q/K RMSNorm, NeoX RoPE, SwiGLU, tied output head, KV cache.
 // Prefill takes a prompt spliced from token ids and external embedding rows (audio, ...); decoding
-// then runs one token per step on a graph built once per padded KV length; argmax stays on the device.
+// then runs one token per sequence per step, several sequences in one step (their weights read once),
+// on a graph built once per batch size and padded KV length; argmax stays on the device.
 #pragma once
 
 #include "core/backend.h"
@@ -34,12 +35,19 @@ public:
     Qwen3(const ModelFile & file, const Qwen3HParams & hp, const std::string & prefix, const std::string & embd_name);
     const Qwen3HParams & hparams() const { return hp_; }
 
-    // x [hidden, T] at positions pos [T]; K/V of the T tokens written at rows kv_idx of the caches and
-    // attention over the first n_kv rows under mask [n_kv, T]. Returns the final-normed hidden states of
-    // the last n_out positions (0: all T).
-    ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, ggml_tensor * pos, ggml_tensor * kv_idx,
-                        ggml_tensor * mask, const std::vector<ggml_tensor *> & k_cache,
-                        const std::vector<ggml_tensor *> & v_cache, int64_t n_kv, int64_t n_out = 0) const;
+    // What one graph attends with: x's K/V written at cache rows kv_idx [T] (I64) and, for a prompt
+    // (decode false), x [hidden, T] is positions 0..T-1 of one sequence attending over cache rows
+    // 0..T-1; for a decode step, column b of x is one token of its own sequence at position pos[b],
+    // attending over the pos[b] + 1 rows ending at kv_idx[b]. mask [n_kv, T]: the same as an additive
+    // mask over the first n_kv rows, for where our attention kernels do not apply.
+    struct Attend {
+        ggml_tensor * pos = nullptr, * kv_idx = nullptr, * mask = nullptr;
+        const std::vector<ggml_tensor *> * k_cache = nullptr, * v_cache = nullptr;
+        int64_t n_kv   = 0;
+        bool    decode = false;
+    };
+    // Returns the final-normed hidden states of the last n_out columns (0: all T).
+    ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, const Attend & at, int64_t n_out = 0) const;
     ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ggml_get_rows(ctx, tok_embd_, ids); }
     ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, tok_embd_, h); }
 
@@ -60,10 +68,13 @@ private:
     std::vector<Layer> layers_;
 };
 
-// Per-session decoding state: the KV cache and the graphs built for it.
+// Per-session decoding state: the KV cache of up to n_seq sequences (each its own stretch of n_ctx
+// rows) and the graphs built for it.
 class Qwen3Decoder {
 public:
-    Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx);
+    // A sequence's stretch of the cache is cleared when it is first prefilled, so stretches never used
+    // cost no memory on a CPU.
+    Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq = 1);
     ~Qwen3Decoder();
     Qwen3Decoder(const Qwen3Decoder &) = delete;
     Qwen3Decoder & operator=(const Qwen3Decoder &) = delete;
@@ -76,28 +87,38 @@ public:
         int length() const { return rows ? n_rows : int(ids.size()); }
     };
 
-    // Clears the cache and runs the prompt from position 0; returns the greedy next token. Optionally
+    // Restarts sequence SEQ with the prompt from position 0; returns the greedy next token. Optionally
     // copies out the logits at the last position and the spliced input embeddings [T][hidden].
-    int32_t prefill(const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
-    // Feeds one token at the next position; returns the greedy next token.
-    int32_t step(int32_t token, std::vector<float> * logits);
+    int32_t prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
+    // One decode step of the sequences SEQS together: TOKENS[i] is fed to sequence SEQS[i] at its next
+    // position; NEXT[i] gets its greedy next token and, if LOGITS is given, (*LOGITS)[i] its logits.
+    void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
+              std::vector<std::vector<float>> * logits);
 
-    int n_past() const { return n_past_; }
+    int n_past(int seq) const { return n_past_[size_t(seq)]; }
     int n_ctx() const { return n_ctx_; }
+    int n_seq() const { return n_seq_; }
+    // Bytes of cache one sequence's stretch takes.
+    static size_t bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_type, int n_ctx);
 
 private:
-    Graph & decode_graph(int n_kv);
+    Graph & decode_graph(int n_batch, int n_kv);
+    void    check_seq(int seq) const;
 
     const Qwen3 &              lm_;
     Executor &                 exec_;
-    int                        n_ctx_;
-    int                        n_past_ = 0;
+    int                        n_ctx_, n_seq_;
+    std::vector<int>           n_past_;
+    std::vector<bool>          cleared_;
     ggml_context *             cache_ctx_ = nullptr;
     ggml_backend_buffer_t      cache_buf_ = nullptr;
     std::vector<ggml_tensor *> k_cache_, v_cache_;
-    std::map<std::string, std::unique_ptr<Graph>> prefill_graphs_;
-    std::map<int, std::unique_ptr<Graph>>         decode_graphs_;
-    std::vector<ggml_fp16_t>                      step_mask_;
+    std::map<std::string, std::unique_ptr<Graph>>           prefill_graphs_;
+    std::map<std::pair<int, int>, std::unique_ptr<Graph>>   decode_graphs_;
+    // Step inputs, reused: nothing is allocated per token once their sizes are reached.
+    std::vector<int32_t>     step_pos_;
+    std::vector<int64_t>     step_rows_;
+    std::vector<ggml_fp16_t> step_mask_;
 };
 
 } // namespace transcribe

@@ -10,6 +10,7 @@
 #include "ggml-backend.h"
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ struct SessionOptions {
     int       n_threads = 4;
     ggml_type kv_type   = GGML_TYPE_F16;
     int       n_ctx     = 0; // 0: family default
+    int       n_batch   = 1; // sequences a session decodes together (families that batch); <= 0: by memory
     transcribe_abort_callback    abort_callback     = nullptr;
     void *                       abort_user_data    = nullptr;
     transcribe_progress_callback progress_callback  = nullptr;
@@ -37,6 +39,9 @@ struct RunOptions {
     std::vector<std::vector<float>> * step_logits  = nullptr;
     // Called with each token as it is decoded (streaming).
     std::function<void(int32_t)> on_token;
+    // Polled between decode steps: true ends this run alone with ABORTED (a server's client went away),
+    // where the session's abort callback stops everything.
+    std::function<bool()> cancelled;
     // This run's share of the session's progress bar (long audio runs pieces).
     float progress_offset = 0.0f;
     float progress_scale  = 1.0f;
@@ -74,12 +79,32 @@ struct Timings {
     double vad_ms = 0; // voice-activity detection over the whole recording, when asked for
     int    n_prefill_tokens = 0, n_decode_tokens = 0;
 };
+// TOTAL += T, stage by stage.
+void add_timings(Timings & total, const Timings & t);
+
+// One recording for Session::run_batch: mono samples at the model's rate, with its own options.
+struct BatchJob {
+    const float * pcm       = nullptr;
+    size_t        n_samples = 0;
+    RunOptions    options;
+};
+// Continuous batching: the session asks NEXT for another job whenever it has room for one (false:
+// none waits now; it may be asked again later). Each job ends in DONE, with its transcript or, where
+// it failed, a null transcript and its error; ID numbers the jobs in the order NEXT gave them.
+using JobSource = std::function<bool(BatchJob & job)>;
+using JobDone   = std::function<void(size_t id, Transcript * transcript, std::exception_ptr error)>;
 
 class Session {
 public:
     virtual ~Session() = default;
     // pcm: mono samples at the model's rate. Throws Error (ABORTED, INPUT_TOO_LONG, ...).
     virtual Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) = 0;
+    // Jobs from NEXT until it has none and none is running, up to max_batch() of them decoded together
+    // (the default runs them one by one). The session's abort callback throws ABORTED out of it, every
+    // unfinished job abandoned; any other error ends only the job that raised it. timings() then sums
+    // the stages over the jobs, decode_ms being the time of the decode steps (shared by the jobs).
+    virtual void run_batch(const JobSource & next, const JobDone & done);
+    virtual int  max_batch() const { return 1; }
     const Timings & timings() const { return timings_; }
     void set_timings(const Timings & t) { timings_ = t; }
 

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <iterator>
+#include <map>
+#include <utility>
 
 namespace transcribe {
 
@@ -86,25 +89,53 @@ namespace {
 
 int64_t samples_to_ms(size_t s, int sample_rate) { return int64_t(std::llround(1000.0 * double(s) / sample_rate)); }
 
-// Runs the pieces of one recording in turn, summing their timings and joining their texts.
+// Runs the pieces of one recording through the session's batch and joins their texts.
 class PieceRunner {
 public:
     PieceRunner(Session & session, const RunOptions & options, size_t n_pieces)
         : session_(session), options_(options), n_pieces_(n_pieces) {}
 
-    Transcript run(const float * x, size_t n, size_t index) {
-        RunOptions o      = options_;
-        o.progress_offset = options_.progress_offset + options_.progress_scale * float(index) / float(n_pieces_);
-        o.progress_scale  = options_.progress_scale / float(n_pieces_);
-        Transcript t = session_.run(x, n, o);
-        const Timings & ti = session_.timings();
-        total_.mel_ms += ti.mel_ms;
-        total_.encode_ms += ti.encode_ms;
-        total_.prefill_ms += ti.prefill_ms;
-        total_.decode_ms += ti.decode_ms;
-        total_.n_prefill_tokens += ti.n_prefill_tokens;
-        total_.n_decode_tokens += ti.n_decode_tokens;
-        return t;
+    // Piece i's samples: a span of the recording, or made into STORAGE.
+    using PieceAudio = std::function<std::pair<const float *, size_t>(size_t i, std::vector<float> & storage)>;
+
+    // Every piece's transcript, in piece order; the first piece to fail fails the recording. Pieces are
+    // decoded together as far as the session batches, but one at a time when tokens stream out (they
+    // must arrive in order).
+    std::vector<Transcript> run(const PieceAudio & audio_of) {
+        std::vector<Transcript> out(n_pieces_);
+        std::map<size_t, std::vector<float>> storage; // of the pieces running
+        std::exception_ptr first_error;
+        size_t given = 0, running = 0;
+        const bool in_order = bool(options_.on_token);
+        session_.run_batch(
+            [&](BatchJob & job) {
+                if (given == n_pieces_ || first_error || (in_order && running > 0)) {
+                    return false;
+                }
+                const auto [x, n] = audio_of(given, storage[given]);
+                job.pcm       = x;
+                job.n_samples = n;
+                job.options   = options_;
+                job.options.progress_offset = options_.progress_offset + options_.progress_scale * float(given) / float(n_pieces_);
+                job.options.progress_scale  = options_.progress_scale / float(n_pieces_);
+                ++given;
+                ++running;
+                return true;
+            },
+            [&](size_t id, Transcript * t, std::exception_ptr error) {
+                --running;
+                storage.erase(id);
+                if (error && !first_error) {
+                    first_error = error;
+                }
+                if (t) {
+                    out[id] = std::move(*t);
+                }
+            });
+        if (first_error) {
+            std::rethrow_exception(first_error);
+        }
+        return out;
     }
 
     // Appends a piece's text and ids; with several pieces, each one's word-initial space of byte-level
@@ -121,8 +152,6 @@ public:
         out.tokens.insert(out.tokens.end(), t.tokens.begin(), t.tokens.end());
         out.truncated = out.truncated || t.truncated;
     }
-
-    void finish() { session_.set_timings(total_); }
 
     // A timed piece's segments and words, their times taken into the recording by `to_recording`
     // (milliseconds in the piece's audio -> milliseconds in the recording).
@@ -141,10 +170,9 @@ public:
     }
 
 private:
-    Session &         session_;
+    Session &          session_;
     const RunOptions & options_;
-    size_t            n_pieces_;
-    Timings           total_;
+    size_t             n_pieces_;
 };
 
 } // namespace
@@ -153,9 +181,12 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
                              const RunOptions & options) {
     const std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
     PieceRunner runner(session, options, pieces.size());
+    std::vector<Transcript> results = runner.run([&](size_t i, std::vector<float> &) {
+        return std::pair<const float *, size_t> {x + pieces[i].begin, pieces[i].end - pieces[i].begin};
+    });
     Transcript out;
     for (size_t i = 0; i < pieces.size(); ++i) {
-        Transcript t = runner.run(x + pieces[i].begin, pieces[i].end - pieces[i].begin, i);
+        Transcript & t = results[i];
         runner.append(out, t);
         if (t.timed) {
             // A token's duration can reach past the audio (NeMo's times do, and one piece keeps them); in a
@@ -173,7 +204,6 @@ Transcript transcribe_pieces(Session & session, const float * x, size_t n, int s
         out.segments.push_back(Segment {samples_to_ms(speech.begin, sample_rate), samples_to_ms(speech.end, sample_rate),
                                         std::move(t.text), std::move(t.tokens), {}, t.truncated});
     }
-    runner.finish();
     return out;
 }
 
@@ -304,14 +334,15 @@ std::vector<Segment> speech_segments(const Transcript & piece, const std::vector
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options) {
     PieceRunner runner(session, options, pieces.size());
-    Transcript out;
-    std::vector<float> speech;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-        speech.clear();
+    std::vector<Transcript> results = runner.run([&](size_t i, std::vector<float> & speech) {
         for (const AudioSpan & r : pieces[i].regions) {
             speech.insert(speech.end(), x + r.begin, x + r.end);
         }
-        Transcript t = runner.run(speech.data(), speech.size(), i);
+        return std::pair<const float *, size_t> {speech.data(), speech.size()};
+    });
+    Transcript out;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        Transcript & t = results[i];
         runner.append(out, t);
         if (t.timed) {
             const std::vector<AudioSpan> & regions = pieces[i].regions;
@@ -335,7 +366,6 @@ Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, con
         std::vector<Segment> segs = speech_segments(t, pieces[i].regions, tokenizer, sample_rate);
         out.segments.insert(out.segments.end(), std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));
     }
-    runner.finish();
     return out;
 }
 

@@ -270,19 +270,27 @@ ATT_TARGET void attend_one(const Shape & s, const char * q, const char * k, cons
     }
 }
 
-// src[0] = q [HD, heads, 1], src[1] = k cache, src[2] = v cache, src[3] = the query's position (I32).
-// Pairs of heads that share a cache head are dealt to the threads in turn.
+// src[0] = q [HD, heads, B], src[1] = k cache, src[2] = v cache, src[3] = each query's position (I32
+// [B]), src[4] = the cache row each query's K/V went to (I64 [B]; absent: its position). A query reads
+// the POS + 1 rows ending at its own, so sequences kept in separate stretches of one cache are decoded
+// in one op. (Query, pair of heads sharing a cache head) items are dealt to the threads in turn.
 template <int HD, ggml_type KV> void run_decode(ggml_tensor * dst, int ith, int nth, void * scale) {
     const ggml_tensor * q = dst->src[0];
     const Shape s = shape_of(dst, HD, scale);
-    const int64_t pos = *static_cast<const int32_t *>(dst->src[3]->data);
-    GGML_ASSERT(pos >= 0 && pos < dst->src[1]->ne[1] && pos < dst->src[2]->ne[1]);
-    const int64_t group = s.heads / s.kv_heads, pairs_per_group = (group + 1) / 2;
-    for (int64_t i = ith; i < s.kv_heads * pairs_per_group; i += nth) {
-        const int64_t h0 = i / pairs_per_group * group + i % pairs_per_group * 2;
-        attend_one<HD, KV>(s, static_cast<const char *>(q->data), static_cast<const char *>(dst->src[1]->data),
-                           static_cast<const char *>(dst->src[2]->data), static_cast<char *>(dst->data), h0,
-                           h0 + 1 < (h0 / group + 1) * group, pos + 1);
+    const auto * pos  = static_cast<const int32_t *>(dst->src[3]->data);
+    const auto * rows = dst->src[4] ? static_cast<const int64_t *>(dst->src[4]->data) : nullptr;
+    const int64_t group = s.heads / s.kv_heads, pairs_per_group = (group + 1) / 2, per_query = s.kv_heads * pairs_per_group;
+    const int64_t n_rows = std::min(dst->src[1]->ne[1], dst->src[2]->ne[1]);
+    for (int64_t i = ith; i < s.T * per_query; i += nth) {
+        const int64_t t = i / per_query, item = i % per_query;
+        const int64_t row = rows ? rows[t] : pos[t], first = row - pos[t];
+        GGML_ASSERT(pos[t] >= 0 && first >= 0 && row < n_rows);
+        const int64_t h0 = item / pairs_per_group * group + item % pairs_per_group * 2;
+        attend_one<HD, KV>(s, static_cast<const char *>(q->data) + size_t(t) * s.q_row_bytes,
+                           static_cast<const char *>(dst->src[1]->data) + size_t(first) * s.kv_row_bytes,
+                           static_cast<const char *>(dst->src[2]->data) + size_t(first) * s.kv_row_bytes,
+                           static_cast<char *>(dst->data) + size_t(t) * s.out_row_bytes, h0,
+                           h0 + 1 < (h0 / group + 1) * group, int64_t(pos[t]) + 1);
     }
 }
 
@@ -323,14 +331,17 @@ ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tens
 }
 
 bool decode_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
-                                 const ggml_tensor * pos) {
-    return caches_apply(q, k_cache, v_cache) && q->ne[2] == 1 && pos->type == GGML_TYPE_I32 && ggml_nelements(pos) == 1;
+                                   const ggml_tensor * pos, const ggml_tensor * rows) {
+    const int64_t B = q->ne[2];
+    return caches_apply(q, k_cache, v_cache) && B >= 1 && pos->type == GGML_TYPE_I32 && ggml_nelements(pos) == B &&
+           ggml_is_contiguous(pos) &&
+           (!rows || (rows->type == GGML_TYPE_I64 && ggml_nelements(rows) == B && ggml_is_contiguous(rows)));
 }
 
 ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
-                                  ggml_tensor * pos, float scale) {
-    ggml_tensor * args[] = {q, k_cache, v_cache, pos};
-    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], 1, 1, args, 4,
+                                  ggml_tensor * pos, ggml_tensor * rows, float scale) {
+    ggml_tensor * args[] = {q, k_cache, v_cache, pos, rows};
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, rows ? 5 : 4,
                                      kernel_for<Decode>(q->ne[0], k_cache->type == GGML_TYPE_F16), GGML_N_TASKS_MAX,
                                      float_as_userdata(scale));
     return ggml_set_name(o, "decode_attention");
@@ -342,10 +353,12 @@ bool causal_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, con
 ggml_tensor * causal_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
     return nullptr;
 }
-bool decode_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) {
+bool decode_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *,
+                                   const ggml_tensor *) {
     return false;
 }
-ggml_tensor * decode_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
+ggml_tensor * decode_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *,
+                                  float) {
     return nullptr;
 }
 

@@ -29,12 +29,14 @@ bool causal_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_
 ggml_tensor * causal_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
                                   float scale);
 
-// Decode: Q [head_dim, heads, 1] at the position POS holds (I32 [1], read when the graph runs: one graph
-// serves every step), against cache rows 0..POS, which must exist in both caches; head pairing, types and
-// result as causal_attention_op. No bound on the position.
+// Decode: Q [head_dim, heads, B], query b at the position POS[b] holds (I32 [B], read when the graph
+// runs: one graph serves every step) against the POS[b] + 1 cache rows ending at row ROWS[b] (I64 [B],
+// the row its K/V were written to; ROWS null: row POS[b], i.e. rows 0..POS[b]). B sequences kept in
+// their own stretches of one cache decode in one op. Head pairing, types and result as
+// causal_attention_op.
 bool decode_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
-                                 const ggml_tensor * pos);
+                                   const ggml_tensor * pos, const ggml_tensor * rows);
 ggml_tensor * decode_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
-                                  ggml_tensor * pos, float scale);
+                                  ggml_tensor * pos, ggml_tensor * rows, float scale);
 
 } // namespace transcribe

@@ -11,23 +11,17 @@ bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_ca
 }
 
 bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
-                                 const ggml_tensor * pos) {
-    return decode_attention_kernel_takes(q, k_cache, v_cache, pos) && in_host_memory(k_cache) && in_host_memory(v_cache);
+                                 const ggml_tensor * pos, const ggml_tensor * rows) {
+    return decode_attention_kernel_takes(q, k_cache, v_cache, pos, rows) && in_host_memory(k_cache) &&
+           in_host_memory(v_cache);
 }
 
-namespace ops {
-
-ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
-                               ggml_tensor * pos, ggml_tensor * mask, int64_t n_kv, float scale) {
-    const int64_t T = q->ne[2], hd = q->ne[0], nkv = k_cache->ne[0] / hd;
-    if (n_kv == T && causal_attention_op_applies(q, k_cache, v_cache)) {
-        return causal_attention_op(ctx, q, k_cache, v_cache, scale);
-    }
-    if (T == 1 && decode_attention_op_applies(q, k_cache, v_cache, pos)) {
-        return decode_attention_op(ctx, q, k_cache, v_cache, pos, scale);
-    }
-    // Flash attention reads K and V where they lie in the cache (no transposed copy of V per step) and
-    // keeps the softmax in F32.
+namespace {
+// Flash attention reads K and V where they lie in the cache (no transposed copy of V per step) and
+// keeps the softmax in F32.
+ggml_tensor * flash_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                              ggml_tensor * mask, int64_t n_kv, float scale) {
+    const int64_t hd = q->ne[0], nkv = k_cache->ne[0] / hd;
     const size_t  es = ggml_element_size(k_cache);
     ggml_tensor * k  = ggml_view_3d(ctx, k_cache, hd, nkv, n_kv, size_t(hd) * es, k_cache->nb[1], 0);
     ggml_tensor * v  = ggml_view_3d(ctx, v_cache, hd, nkv, n_kv, size_t(hd) * es, v_cache->nb[1], 0);
@@ -35,6 +29,25 @@ ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
                                            ggml_permute(ctx, v, 0, 2, 1, 3), mask, scale, 0.0f, 0.0f);
     ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
     return o;
+}
+} // namespace
+
+namespace ops {
+
+ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                               ggml_tensor * mask, int64_t n_kv, float scale) {
+    if (n_kv == q->ne[2] && causal_attention_op_applies(q, k_cache, v_cache)) {
+        return causal_attention_op(ctx, q, k_cache, v_cache, scale);
+    }
+    return flash_attention(ctx, q, k_cache, v_cache, mask, n_kv, scale);
+}
+
+ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
+                               ggml_tensor * pos, ggml_tensor * rows, ggml_tensor * mask, int64_t n_kv, float scale) {
+    if (decode_attention_op_applies(q, k_cache, v_cache, pos, rows)) {
+        return decode_attention_op(ctx, q, k_cache, v_cache, pos, rows, scale);
+    }
+    return flash_attention(ctx, q, k_cache, v_cache, mask, n_kv, scale);
 }
 
 } // namespace ops

@@ -1,4 +1,5 @@
-// transcribe-bench: load, mel, encoder, prefill and decode timings of one model on one audio file.
+// transcribe-bench: load, mel, encoder, prefill and decode timings of one model on one audio file
+// (or on --batch N copies of it decoded together).
 #include "transcribe.h"
 
 #include "../common/tool_errors.h"
@@ -54,7 +55,7 @@ void quiet(transcribe_log_level level, const char * msg, void *) {
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
     std::string model_path, audio_path, backend_name = "auto", kv_name = "f16";
-    int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256;
+    int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
     bool as_json = false, use_mmap = false, no_repack = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
     app.add_option("-f,--file", audio_path, "audio file")->required();
@@ -64,6 +65,8 @@ int main(int argc, char ** argv) {
     app.add_option("--fixed-new-tokens", fixed_new_tokens, "decode exactly N tokens, ignoring end of generation")
         ->check(CLI::PositiveNumber);
     app.add_option("--max-new-tokens", max_new_tokens, "token budget when not fixed")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "decode N copies of the audio together (aggregate_decode_tokens_per_s: all of them)")
+        ->check(CLI::Range(1, 64));
     app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_flag("--json", as_json, "print one JSON object with the medians");
@@ -93,6 +96,7 @@ int main(int argc, char ** argv) {
     transcribe_session_params sp = transcribe_session_params_init();
     sp.n_threads = threads;
     sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
+    sp.n_batch   = batch;
     transcribe_session * session = nullptr;
     if (transcribe_session_create(model, &sp, &session) != TRANSCRIBE_OK) {
         return die("creating a session");
@@ -113,12 +117,25 @@ int main(int argc, char ** argv) {
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
 
-    std::vector<double> vad_t, mel, enc, pre, dec, pre_tps, dec_tps, total;
+    if (batch > 1 && transcribe_session_batch_size(session) < batch) {
+        return transcribe_tools::tool_error("transcribe-bench", std::string("--batch: model ") + info.name + " (" +
+                                            info.architecture + ") decodes one recording at a time");
+    }
+
+    std::vector<double> vad_t, mel, enc, pre, dec, pre_tps, dec_tps, agg_tps, total;
     int n_prefill = 0, n_decode = 0;
+    const std::vector<const float *> copies(size_t(batch), audio.samples);
+    const std::vector<size_t>        lengths(size_t(batch), audio.n_samples);
+    std::vector<transcribe_result *> results(static_cast<size_t>(batch));
+    std::vector<transcribe_status>   statuses(static_cast<size_t>(batch));
     for (int i = 0; i < warmup + runs; ++i) {
-        transcribe_result * r = nullptr;
-        const transcribe_status st = transcribe_run(session, audio.samples, audio.n_samples, &rp, &r);
-        transcribe_result_free(r);
+        const transcribe_status st = batch == 1
+            ? transcribe_run(session, audio.samples, audio.n_samples, &rp, &results[0])
+            : transcribe_run_batch(session, copies.data(), lengths.data(), batch, &rp, results.data(), statuses.data());
+        for (transcribe_result *& r : results) {
+            transcribe_result_free(r);
+            r = nullptr;
+        }
         if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
             return die("run");
         }
@@ -133,19 +150,21 @@ int main(int argc, char ** argv) {
         pre.push_back(t.prefill_ms);
         dec.push_back(t.decode_ms);
         pre_tps.push_back(t.prefill_ms > 0 ? 1000.0 * t.n_prefill_tokens / t.prefill_ms : 0);
-        dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
+        // Per sequence: each of the batch's sequences got a token per step.
+        dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / batch / t.decode_ms : 0);
+        agg_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
         total.push_back(t.vad_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
-        n_prefill = t.n_prefill_tokens;
-        n_decode  = t.n_decode_tokens;
+        n_prefill = t.n_prefill_tokens / batch;
+        n_decode  = t.n_decode_tokens / batch;
     }
-    const double audio_s = double(audio.n_samples) / info.sample_rate;
+    const double audio_s = double(audio.n_samples) / info.sample_rate * batch;
     const Stat sv = stat_of(vad_t), sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
-    const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps);
+    const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps), sat = stat_of(agg_tps);
     const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
     const double rss  = peak_rss_mb();
     if (as_json) {
         nlohmann::ordered_json j = {{"model", info.name}, {"architecture", info.architecture}, {"backend", info.backend},
-                                    {"threads", threads}, {"audio_s", audio_s}, {"runs", runs}};
+                                    {"threads", threads}, {"batch", batch}, {"audio_s", audio_s}, {"runs", runs}};
         if (llm) {
             j["prefill_tokens"] = n_prefill;
         }
@@ -161,6 +180,7 @@ int main(int argc, char ** argv) {
             j["prefill_tokens_per_s"] = spt.median;
         }
         j["decode_tokens_per_s"] = sdt.median;
+        j["aggregate_decode_tokens_per_s"] = sat.median;
         j["x_realtime"]          = x_rt;
         j["peak_rss_mb"]         = rss;
         if (vad_model) {
@@ -185,6 +205,9 @@ int main(int argc, char ** argv) {
             std::printf("prefill   %9.1f tokens/s (%d tokens)\n", spt.median, n_prefill);
         }
         std::printf("decode    %9.1f tokens/s (%d steps)\n", sdt.median, n_decode);
+        if (batch > 1) {
+            std::printf("decode    %9.1f tokens/s over the batch of %d\n", sat.median, batch);
+        }
         std::printf("speed     %9.2f x real time (audio seconds / processing seconds)\n", x_rt);
         std::printf("peak RSS  %9.1f MB\n", rss);
     }

@@ -1,0 +1,36 @@
+// What a session does for families that do not decode several recordings together.
+#include "error.h"
+#include "family.h"
+
+namespace transcribe {
+
+void add_timings(Timings & total, const Timings & t) {
+    total.mel_ms += t.mel_ms;
+    total.encode_ms += t.encode_ms;
+    total.prefill_ms += t.prefill_ms;
+    total.decode_ms += t.decode_ms;
+    total.vad_ms += t.vad_ms;
+    total.n_prefill_tokens += t.n_prefill_tokens;
+    total.n_decode_tokens += t.n_decode_tokens;
+}
+
+void Session::run_batch(const JobSource & next, const JobDone & done) {
+    Timings  total;
+    BatchJob job;
+    for (size_t id = 0; next(job); ++id, job = BatchJob {}) {
+        try {
+            Transcript t = run(job.pcm, job.n_samples, job.options);
+            add_timings(total, timings_);
+            done(id, &t, nullptr);
+        } catch (const Error & e) {
+            if (e.status() == TRANSCRIBE_ERR_ABORTED && !(job.options.cancelled && job.options.cancelled())) {
+                throw; // the session's abort: everything stops
+            }
+            add_timings(total, timings_);
+            done(id, nullptr, std::current_exception());
+        }
+    }
+    timings_ = total;
+}
+
+} // namespace transcribe
