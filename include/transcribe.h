@@ -240,6 +240,11 @@ typedef struct transcribe_run_params {
     transcribe_vad_params  vad_params;
     transcribe_token_callback token_callback; /* NULL: none (appended field: rebuild older callers) */
     void *                    token_user_data;
+    /* This run's own stop: polled between stages and decode steps, it ends this run alone with
+     * TRANSCRIBE_ERR_ABORTED (where the session's abort callback stops everything the session runs).
+     * NULL: none. (Appended: rebuild older callers.) */
+    transcribe_abort_callback abort_callback;
+    void *                    abort_user_data;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
@@ -261,6 +266,22 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(transcribe_session * sessi
                                                       const transcribe_run_params * params,
                                                       transcribe_result ** results, transcribe_status * statuses);
 
+/* ---------------------------------------------------------------- shared session (continuous batching) */
+/* One session shared by threads: transcribe_batcher_run blocks until its recording is transcribed, like
+ * transcribe_run, while the recordings of concurrent calls (and the pieces of long ones) are decoded
+ * together in the session's decode steps, each joining and leaving between steps (up to the session's
+ * batch size at once; more wait their turn). A thread of the batcher's own drives the session: callers
+ * must not use the session directly while the batcher exists. token_callback runs on that thread (a
+ * streaming caller's pieces go one at a time, so its tokens come in order); the session's progress
+ * callback and timings say nothing per call. Free it after every run has returned. */
+typedef struct transcribe_batcher transcribe_batcher;
+TRANSCRIBE_API transcribe_status transcribe_batcher_create(transcribe_session * session, transcribe_batcher ** out_batcher);
+TRANSCRIBE_API void transcribe_batcher_free(transcribe_batcher * batcher);
+TRANSCRIBE_API transcribe_status transcribe_batcher_run(transcribe_batcher * batcher, const float * pcm, size_t n_samples,
+                                                        const transcribe_run_params * params,
+                                                        transcribe_result ** out_result);
+
+/* ---------------------------------------------------------------- results */
 TRANSCRIBE_API const char *    transcribe_result_text(const transcribe_result * result);
 TRANSCRIBE_API bool            transcribe_result_truncated(const transcribe_result * result);
 TRANSCRIBE_API int             transcribe_result_n_tokens(const transcribe_result * result);

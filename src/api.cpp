@@ -2,6 +2,7 @@
 #include "transcribe.h"
 
 #include "core/audio.h"
+#include "core/batcher.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/family.h"
@@ -58,6 +59,11 @@ struct transcribe_session {
 
 struct transcribe_result {
     Transcript transcript;
+};
+
+struct transcribe_batcher {
+    transcribe_session *     session = nullptr;
+    std::unique_ptr<Batcher> impl;
 };
 
 namespace {
@@ -139,6 +145,9 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.speech                 = p->vad_params;
     r.token_callback         = p->token_callback;
     r.token_user_data        = p->token_user_data;
+    if (p->abort_callback) {
+        r.options.cancelled = [cb = p->abort_callback, ud = p->abort_user_data] { return cb(ud); };
+    }
     return r;
 }
 
@@ -184,6 +193,19 @@ RunOptions run_options(transcribe_session * s, const float * pcm, size_t n, cons
     return o;
 }
 
+// The VAD's speech pieces of a recording (VAD one thread: the recurrence is a chain of small ops, where a
+// second thread's barriers cost more than it computes, bench/RESULTS.md); VAD_MS gets its time.
+std::vector<SpeechPiece> speech_plan(SileroVadSession & vad, const float * pcm, size_t n, const ModelInfo & info,
+                                     const RunRequest & req, size_t window, double & vad_ms,
+                                     const std::function<bool()> & abort) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<float> probs = vad.run(pcm, n, info.sample_rate, abort);
+    const size_t chunk = size_t(req.vad->impl->branch(info.sample_rate).chunk);
+    const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
+    vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return plan_speech_pieces(regions, probs, chunk, window);
+}
+
 // OUTPUT_TRUNCATED (with the result kept) where a piece ran out of token budget.
 transcribe_status result_status(const transcribe_result & r, const RunRequest & req) {
     if (r.transcript.truncated) {
@@ -203,21 +225,15 @@ transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, c
     if (req.vad) {
         if (s->vad_serial != req.vad->serial) {
             s->vad.reset();
-            // One thread: the recurrence is a chain of small ops, where a second thread's barriers
-            // cost more than it computes (bench/RESULTS.md).
-            s->vad       = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
+            s->vad        = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
             s->vad_serial = req.vad->serial;
         }
-        const auto t0 = std::chrono::steady_clock::now();
         const SessionOptions & so = s->options;
-        const std::vector<float> probs = s->vad->run(pcm, n, info.sample_rate, [&] {
-            return so.abort_callback && so.abort_callback(so.abort_user_data);
+        double vad_ms = 0;
+        const std::vector<SpeechPiece> pieces = speech_plan(*s->vad, pcm, n, info, req, window, vad_ms, [&] {
+            return (so.abort_callback && so.abort_callback(so.abort_user_data)) || (o.cancelled && o.cancelled());
         });
-        const size_t chunk = size_t(req.vad->impl->branch(info.sample_rate).chunk);
-        const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
-        const double vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        r->transcript = transcribe_speech(*s->impl, s->model->impl->tokenizer(), pcm,
-                                          plan_speech_pieces(regions, probs, chunk, window), info.sample_rate, o);
+        r->transcript = transcribe_speech(*s->impl, s->model->impl->tokenizer(), pcm, pieces, info.sample_rate, o);
         Timings t = s->impl->timings();
         t.vad_ms  = vad_ms;
         s->impl->set_timings(t);
@@ -506,6 +522,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.vad_params     = transcribe_vad_params_init();
     p.token_callback  = nullptr;
     p.token_user_data = nullptr;
+    p.abort_callback  = nullptr;
+    p.abort_user_data = nullptr;
     return p;
 }
 
@@ -517,6 +535,65 @@ transcribe_status transcribe_run(transcribe_session * session, const float * pcm
         }
         *out_result = nullptr;
         return run_one(session, pcm, n_samples, run_request(params), out_result);
+    });
+}
+
+transcribe_status transcribe_batcher_create(transcribe_session * session, transcribe_batcher ** out) {
+    return guarded([&] {
+        if (!session || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_batcher_create: null argument");
+        }
+        *out = nullptr;
+        auto b = std::make_unique<transcribe_batcher>();
+        b->session = session;
+        b->impl    = std::make_unique<Batcher>(*session->impl);
+        *out = b.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_batcher_free(transcribe_batcher * batcher) { delete batcher; }
+
+transcribe_status transcribe_batcher_run(transcribe_batcher * batcher, const float * pcm, size_t n_samples,
+                                         const transcribe_run_params * params, transcribe_result ** out_result) {
+    return guarded([&] {
+        if (!batcher || !out_result) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_batcher_run: null argument");
+        }
+        *out_result = nullptr;
+        transcribe_session * s = batcher->session;
+        const RunRequest req = run_request(params);
+        const RunOptions o = run_options(s, pcm, n_samples, req);
+        const ModelInfo & info = s->model->impl->info();
+        const size_t window = window_samples(info, req);
+        Batcher::Recording rec;
+        rec.options = o;
+        std::vector<SpeechPiece> speech;
+        std::vector<AudioSpan>   pieces;
+        if (req.vad) {
+            // This caller's own VAD session: the VAD runs on the calling thread, beside the batch.
+            SileroVadSession vad(*req.vad->impl, 1);
+            double vad_ms = 0;
+            speech = speech_plan(vad, pcm, n_samples, info, req, window, vad_ms, [&] { return o.cancelled && o.cancelled(); });
+            rec.n_pieces = speech.size();
+            rec.audio_of = [&](size_t i, std::vector<float> & storage) { return speech_audio(pcm, speech[i], storage); };
+            rec.join     = [&](std::vector<Transcript> results) {
+                return join_speech(s->model->impl->tokenizer(), speech, std::move(results), info.sample_rate);
+            };
+        } else {
+            pieces       = split_at_pauses(pcm, n_samples, info.sample_rate, window);
+            rec.n_pieces = pieces.size();
+            rec.audio_of = [&](size_t i, std::vector<float> &) {
+                return std::pair<const float *, size_t> {pcm + pieces[i].begin, pieces[i].end - pieces[i].begin};
+            };
+            rec.join = [&](std::vector<Transcript> results) {
+                return join_pieces(pcm, pieces, std::move(results), info.sample_rate);
+            };
+        }
+        auto r = std::make_unique<transcribe_result>();
+        r->transcript = batcher->impl->run(std::move(rec));
+        *out_result = r.release();
+        return result_status(**out_result, req);
     });
 }
 

@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -352,4 +354,110 @@ TEST_F(Api, Profile_env_writes_an_op_table_and_changes_nothing) {
     for (const char * want : {"profile: encoder", "profile: prefill", "profile: decode", "MUL_MAT f32", "CUSTOM decode_attention", "GFLOP/s"}) {
         EXPECT_NE(text.find(want), std::string::npos) << want << " missing from\n" << text;
     }
+}
+
+// ---- The shared session: concurrent callers decoded together ----
+
+namespace {
+struct StopAfter {
+    std::atomic<int> polls {0};
+    int              limit = 0;
+};
+bool stop_after(void * user) {
+    auto * s = static_cast<StopAfter *>(user);
+    return ++s->polls > s->limit;
+}
+} // namespace
+
+// Six threads (each clip, jfk twice more with other budgets) through one batcher of a session decoding 4
+// sequences: each gets what the clip alone gives (its golden ids), whatever joined the steps beside it;
+// a seventh caller whose own abort fires after a few polls ends alone with ABORTED.
+TEST_F(Api, Batcher_runs_concurrent_callers_together_with_their_own_results) {
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_batch = 4;
+    transcribe_session * s = session(sp);
+    ASSERT_EQ(transcribe_session_batch_size(s), 4);
+    transcribe_batcher * b = nullptr;
+    ASSERT_EQ(transcribe_batcher_create(s, &b), TRANSCRIBE_OK);
+    const int clips[]   = {0, 1, 2, 3, 0, 0};
+    const int budgets[] = {16, 16, 16, 16, 5, 11};
+    std::vector<std::vector<int32_t>> got(6);
+    std::vector<transcribe_status>    status(6);
+    std::vector<std::thread>          threads;
+    for (int i = 0; i < 6; ++i) {
+        threads.emplace_back([&, i] {
+            transcribe_run_params rp = transcribe_run_params_init();
+            rp.max_new_tokens = budgets[i];
+            rp.ignore_eos     = true;
+            transcribe_result * r = nullptr;
+            const auto & pcm = audio_[size_t(clips[i])];
+            status[size_t(i)] = transcribe_batcher_run(b, pcm.data(), pcm.size(), &rp, &r);
+            got[size_t(i)]    = r ? tokens(r) : std::vector<int32_t> {};
+            transcribe_result_free(r);
+        });
+    }
+    StopAfter stop;
+    stop.limit = 3;
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens  = 16;
+    rp.ignore_eos      = true;
+    rp.abort_callback  = stop_after;
+    rp.abort_user_data = &stop;
+    transcribe_result * cancelled = nullptr;
+    EXPECT_EQ(transcribe_batcher_run(b, audio_[0].data(), audio_[0].size(), &rp, &cancelled), TRANSCRIBE_ERR_ABORTED);
+    EXPECT_EQ(cancelled, nullptr);
+    for (std::thread & t : threads) {
+        t.join();
+    }
+    for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(status[size_t(i)], TRANSCRIBE_OK) << i;
+        const auto golden = test::golden_ids(test::kClips[clips[i]]);
+        EXPECT_EQ(got[size_t(i)], std::vector<int32_t>(golden.begin(), golden.begin() + budgets[i])) << i;
+    }
+    transcribe_batcher_free(b);
+    transcribe_session_free(s);
+}
+
+// A long recording (four copies of jfk, cut into 12 s pieces) through the batcher equals transcribe_run
+// on it, piece texts and times included; a streaming caller's tokens arrive in order and spell its text.
+TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
+    std::vector<float> four;
+    for (int i = 0; i < 4; ++i) {
+        four.insert(four.end(), audio_[0].begin(), audio_[0].end());
+    }
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 12;
+    rp.chunk_ms       = 12000;
+    transcribe_session * plain = session();
+    transcribe_result * want = nullptr;
+    ASSERT_EQ(transcribe_run(plain, four.data(), four.size(), &rp, &want), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    ASSERT_GE(transcribe_result_n_segments(want), 4);
+
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_batch = 3;
+    transcribe_session * s = session(sp);
+    transcribe_batcher * b = nullptr;
+    ASSERT_EQ(transcribe_batcher_create(s, &b), TRANSCRIBE_OK);
+    transcribe_result * got = nullptr;
+    ASSERT_EQ(transcribe_batcher_run(b, four.data(), four.size(), &rp, &got), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    EXPECT_EQ(tokens(got), tokens(want));
+    EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want));
+    ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want));
+    for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
+        EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << i;
+        EXPECT_EQ(transcribe_result_segment_t1_ms(got, i), transcribe_result_segment_t1_ms(want, i)) << i;
+        EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << i;
+    }
+    std::vector<int32_t> streamed;
+    rp.token_callback  = [](int32_t id, const char *, size_t, void * user) { static_cast<std::vector<int32_t> *>(user)->push_back(id); };
+    rp.token_user_data = &streamed;
+    transcribe_result * st = nullptr;
+    ASSERT_EQ(transcribe_batcher_run(b, four.data(), four.size(), &rp, &st), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    EXPECT_EQ(streamed, tokens(want));
+    transcribe_result_free(st);
+    transcribe_result_free(got);
+    transcribe_result_free(want);
+    transcribe_batcher_free(b);
+    transcribe_session_free(s);
+    transcribe_session_free(plain);
 }

@@ -89,111 +89,98 @@ namespace {
 
 int64_t samples_to_ms(size_t s, int sample_rate) { return int64_t(std::llround(1000.0 * double(s) / sample_rate)); }
 
-// Runs the pieces of one recording through the session's batch and joins their texts.
-class PieceRunner {
-public:
-    PieceRunner(Session & session, const RunOptions & options, size_t n_pieces)
-        : session_(session), options_(options), n_pieces_(n_pieces) {}
-
-    // Piece i's samples: a span of the recording, or made into STORAGE.
-    using PieceAudio = std::function<std::pair<const float *, size_t>(size_t i, std::vector<float> & storage)>;
-
-    // Every piece's transcript, in piece order; the first piece to fail fails the recording. Pieces are
-    // decoded together as far as the session batches, but one at a time when tokens stream out (they
-    // must arrive in order).
-    std::vector<Transcript> run(const PieceAudio & audio_of) {
-        std::vector<Transcript> out(n_pieces_);
-        std::map<size_t, std::vector<float>> storage; // of the pieces running
-        std::exception_ptr first_error;
-        size_t given = 0, running = 0;
-        const bool in_order = bool(options_.on_token);
-        session_.run_batch(
-            [&](BatchJob & job) {
-                if (given == n_pieces_ || first_error || (in_order && running > 0)) {
-                    return false;
-                }
-                const auto [x, n] = audio_of(given, storage[given]);
-                job.pcm       = x;
-                job.n_samples = n;
-                job.options   = options_;
-                job.options.progress_offset = options_.progress_offset + options_.progress_scale * float(given) / float(n_pieces_);
-                job.options.progress_scale  = options_.progress_scale / float(n_pieces_);
-                ++given;
-                ++running;
-                return true;
-            },
-            [&](size_t id, Transcript * t, std::exception_ptr error) {
-                --running;
-                storage.erase(id);
-                if (error && !first_error) {
-                    first_error = error;
-                }
-                if (t) {
-                    out[id] = std::move(*t);
-                }
-            });
-        if (first_error) {
-            std::rethrow_exception(first_error);
-        }
-        return out;
-    }
-
-    // Appends a piece's text and ids; with several pieces, each one's word-initial space of byte-level
-    // BPE is dropped and the pieces are joined on single spaces.
-    void append(Transcript & out, const Transcript & t) const {
-        if (n_pieces_ == 1) {
-            out.text = t.text;
-        } else {
-            const size_t b = t.text.find_first_not_of(' ');
-            if (b != std::string::npos) {
-                out.text += (out.text.empty() ? "" : " ") + t.text.substr(b);
-            }
-        }
-        out.tokens.insert(out.tokens.end(), t.tokens.begin(), t.tokens.end());
-        out.truncated = out.truncated || t.truncated;
-    }
-
-    // A timed piece's segments and words, their times taken into the recording by `to_recording`
-    // (milliseconds in the piece's audio -> milliseconds in the recording).
-    template <typename Map> static void append_timed(Transcript & out, Transcript & t, Map to_recording) {
-        out.timed = true;
-        for (Segment & seg : t.segments) {
-            for (Word & w : seg.words) {
-                w.t0_ms = to_recording(w.t0_ms, false);
-                w.t1_ms = std::max(w.t0_ms, to_recording(w.t1_ms, true));
-            }
-            seg.t0_ms = seg.words.empty() ? to_recording(seg.t0_ms, false) : seg.words.front().t0_ms;
-            seg.t1_ms = seg.words.empty() ? to_recording(seg.t1_ms, true) : seg.words.back().t1_ms;
-            out.words.insert(out.words.end(), seg.words.begin(), seg.words.end());
-            out.segments.push_back(std::move(seg));
+// Appends a piece's text and ids; with several pieces, each one's word-initial space of byte-level BPE
+// is dropped and the pieces are joined on single spaces.
+void append_text(Transcript & out, const Transcript & t, size_t n_pieces) {
+    if (n_pieces == 1) {
+        out.text = t.text;
+    } else {
+        const size_t b = t.text.find_first_not_of(' ');
+        if (b != std::string::npos) {
+            out.text += (out.text.empty() ? "" : " ") + t.text.substr(b);
         }
     }
+    out.tokens.insert(out.tokens.end(), t.tokens.begin(), t.tokens.end());
+    out.truncated = out.truncated || t.truncated;
+}
 
-private:
-    Session &          session_;
-    const RunOptions & options_;
-    size_t             n_pieces_;
-};
+// A timed piece's segments and words, their times taken into the recording by `to_recording`
+// (milliseconds in the piece's audio -> milliseconds in the recording).
+template <typename Map> void append_timed(Transcript & out, Transcript & t, Map to_recording) {
+    out.timed = true;
+    for (Segment & seg : t.segments) {
+        for (Word & w : seg.words) {
+            w.t0_ms = to_recording(w.t0_ms, false);
+            w.t1_ms = std::max(w.t0_ms, to_recording(w.t1_ms, true));
+        }
+        seg.t0_ms = seg.words.empty() ? to_recording(seg.t0_ms, false) : seg.words.front().t0_ms;
+        seg.t1_ms = seg.words.empty() ? to_recording(seg.t1_ms, true) : seg.words.back().t1_ms;
+        out.words.insert(out.words.end(), seg.words.begin(), seg.words.end());
+        out.segments.push_back(std::move(seg));
+    }
+}
 
 } // namespace
+
+std::vector<Transcript> run_pieces(Session & session, const RunOptions & options, size_t n_pieces,
+                                   const PieceAudio & audio_of) {
+    std::vector<Transcript> out(n_pieces);
+    std::map<size_t, std::vector<float>> storage; // of the pieces running
+    std::exception_ptr first_error;
+    size_t given = 0, running = 0;
+    const bool in_order = bool(options.on_token);
+    session.run_batch(
+        [&](BatchJob & job) {
+            if (given == n_pieces || first_error || (in_order && running > 0)) {
+                return false;
+            }
+            const auto [x, n] = audio_of(given, storage[given]);
+            job.pcm       = x;
+            job.n_samples = n;
+            job.options   = options;
+            job.options.progress_offset = options.progress_offset + options.progress_scale * float(given) / float(n_pieces);
+            job.options.progress_scale  = options.progress_scale / float(n_pieces);
+            ++given;
+            ++running;
+            return true;
+        },
+        [&](size_t id, Transcript * t, std::exception_ptr error) {
+            --running;
+            storage.erase(id);
+            if (error && !first_error) {
+                first_error = error;
+            }
+            if (t) {
+                out[id] = std::move(*t);
+            }
+        });
+    if (first_error) {
+        std::rethrow_exception(first_error);
+    }
+    return out;
+}
 
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options) {
     const std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
-    PieceRunner runner(session, options, pieces.size());
-    std::vector<Transcript> results = runner.run([&](size_t i, std::vector<float> &) {
-        return std::pair<const float *, size_t> {x + pieces[i].begin, pieces[i].end - pieces[i].begin};
-    });
+    return join_pieces(x, pieces, run_pieces(session, options, pieces.size(), [&](size_t i, std::vector<float> &) {
+                           return std::pair<const float *, size_t> {x + pieces[i].begin, pieces[i].end - pieces[i].begin};
+                       }),
+                       sample_rate);
+}
+
+Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, std::vector<Transcript> results,
+                       int sample_rate) {
     Transcript out;
     for (size_t i = 0; i < pieces.size(); ++i) {
         Transcript & t = results[i];
-        runner.append(out, t);
+        append_text(out, t, pieces.size());
         if (t.timed) {
             // A token's duration can reach past the audio (NeMo's times do, and one piece keeps them); in a
             // recording cut into pieces, a piece's times stay inside the piece.
             const int64_t start = samples_to_ms(pieces[i].begin, sample_rate);
             const int64_t end   = pieces.size() == 1 ? INT64_MAX : samples_to_ms(pieces[i].end, sample_rate);
-            PieceRunner::append_timed(out, t, [start, end](int64_t ms, bool) { return std::min(ms + start, end); });
+            append_timed(out, t, [start, end](int64_t ms, bool) { return std::min(ms + start, end); });
             if (pieces.size() == 1) { // frames are of one run's encoder output
                 out.token_frames    = std::move(t.token_frames);
                 out.token_durations = std::move(t.token_durations);
@@ -331,22 +318,31 @@ std::vector<Segment> speech_segments(const Transcript & piece, const std::vector
     return out;
 }
 
+std::pair<const float *, size_t> speech_audio(const float * x, const SpeechPiece & piece, std::vector<float> & storage) {
+    storage.clear();
+    for (const AudioSpan & r : piece.regions) {
+        storage.insert(storage.end(), x + r.begin, x + r.end);
+    }
+    return {storage.data(), storage.size()};
+}
+
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options) {
-    PieceRunner runner(session, options, pieces.size());
-    std::vector<Transcript> results = runner.run([&](size_t i, std::vector<float> & speech) {
-        for (const AudioSpan & r : pieces[i].regions) {
-            speech.insert(speech.end(), x + r.begin, x + r.end);
-        }
-        return std::pair<const float *, size_t> {speech.data(), speech.size()};
-    });
+    return join_speech(tokenizer, pieces,
+                       run_pieces(session, options, pieces.size(),
+                                  [&](size_t i, std::vector<float> & storage) { return speech_audio(x, pieces[i], storage); }),
+                       sample_rate);
+}
+
+Transcript join_speech(const Tokenizer & tokenizer, const std::vector<SpeechPiece> & pieces, std::vector<Transcript> results,
+                       int sample_rate) {
     Transcript out;
     for (size_t i = 0; i < pieces.size(); ++i) {
         Transcript & t = results[i];
-        runner.append(out, t);
+        append_text(out, t, pieces.size());
         if (t.timed) {
             const std::vector<AudioSpan> & regions = pieces[i].regions;
-            PieceRunner::append_timed(out, t, [&](int64_t ms, bool end) {
+            append_timed(out, t, [&](int64_t ms, bool end) {
                 // Through the regions laid back to back: a time on a boundary is the end of the earlier
                 // region or the start of the later one.
                 const double at = double(ms) * sample_rate / 1000.0;

@@ -6,6 +6,8 @@
 #include "speech_segments.h"
 
 #include <cstddef>
+#include <functional>
+#include <utility>
 #include <vector>
 
 namespace transcribe {
@@ -22,6 +24,17 @@ AudioSpan trim_silence(const float * x, AudioSpan piece, int sample_rate);
 // piece, times in the original audio, truncation reported per segment and overall.
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options);
+// What transcribe_pieces makes of the pieces' transcripts (in piece order).
+Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, std::vector<Transcript> results,
+                       int sample_rate);
+
+// Piece i's samples: a span of the recording, or made into STORAGE (kept while the piece runs).
+using PieceAudio = std::function<std::pair<const float *, size_t>(size_t i, std::vector<float> & storage)>;
+// Every piece's transcript, in piece order, from the session's run_batch: pieces decoded together as far
+// as it batches, but one at a time when tokens stream out (they must arrive in order). The first piece
+// to fail fails the recording.
+std::vector<Transcript> run_pieces(Session & session, const RunOptions & options, size_t n_pieces,
+                                   const PieceAudio & audio_of);
 
 // What the model hears of a recording when a VAD found its speech: speech regions, back to back (the
 // silence between them cut out, as faster-whisper's VAD filter does).
@@ -50,5 +63,10 @@ std::vector<Segment> speech_segments(const Transcript & piece, const std::vector
 // (speech_segments); an empty plan gives an empty transcript.
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options);
+// A speech piece's samples, its regions back to back, made into STORAGE.
+std::pair<const float *, size_t> speech_audio(const float * x, const SpeechPiece & piece, std::vector<float> & storage);
+// What transcribe_speech makes of the pieces' transcripts (in piece order).
+Transcript join_speech(const Tokenizer & tokenizer, const std::vector<SpeechPiece> & pieces, std::vector<Transcript> results,
+                       int sample_rate);
 
 } // namespace transcribe

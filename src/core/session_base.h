@@ -24,6 +24,12 @@ protected:
             fail(TRANSCRIBE_ERR_ABORTED, "run aborted by the caller (%s)", stage);
         }
     }
+    // ABORTED naming the stage when this run's own cancel check says so (a batch goes on without it).
+    static void check_cancelled(const RunOptions & o, const char * stage) {
+        if (o.cancelled && o.cancelled()) {
+            fail(TRANSCRIBE_ERR_ABORTED, "run cancelled by the caller (%s)", stage);
+        }
+    }
     // INPUT_TOO_LONG when the audio is longer than the model takes in one run.
     void check_audio_length(size_t n_samples, const ModelInfo & info) const {
         const double audio_ms = 1000.0 * double(n_samples) / info.sample_rate;

@@ -170,6 +170,7 @@ void CanaryQwenSession::start(Active & a) {
              n_prompt, n_audio, a.max_new, decoder_.n_ctx());
     }
     check_abort("start");
+    check_cancelled(o, "start");
     report(o, 0.0f);
 
     Timings enc;
@@ -178,6 +179,7 @@ void CanaryQwenSession::start(Active & a) {
     timings_.encode_ms += enc.encode_ms;
     dump_f32("proj_out", audio_rows, {n_audio, model_.lm_hp_.hidden});
     check_abort("encoder");
+    check_cancelled(o, "encoder");
     report(o, 0.35f);
 
     StageTimer prefill_timer;
@@ -255,7 +257,7 @@ void CanaryQwenSession::run_batch(const JobSource & next, const JobDone & done) 
     auto end_job = [&](Active & a, std::exception_ptr error) {
         free_seqs.push_back(a.seq);
         if (!error && a.cancelled) {
-            error = std::make_exception_ptr(Error(TRANSCRIBE_ERR_ABORTED, "run cancelled"));
+            error = std::make_exception_ptr(Error(TRANSCRIBE_ERR_ABORTED, "run cancelled by the caller (decode)"));
         }
         if (error) {
             done(a.id, nullptr, error);
@@ -277,8 +279,8 @@ void CanaryQwenSession::run_batch(const JobSource & next, const JobDone & done) 
             try {
                 start(a);
             } catch (const Error & e) {
-                if (e.status() == TRANSCRIBE_ERR_ABORTED) {
-                    throw;
+                if (e.status() == TRANSCRIBE_ERR_ABORTED && !(a.job.options.cancelled && a.job.options.cancelled())) {
+                    throw; // the session's abort: everything stops
                 }
                 end_job(a, std::current_exception());
                 continue;

@@ -94,6 +94,7 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
     timings_ = Timings {};
     check_audio_length(n_samples, model_.info());
     check_abort("start");
+    check_cancelled(options, "start");
     progress(options, 0.0f);
 
     const TransducerHParams & hp = model_.transducer_.hparams();
@@ -101,6 +102,7 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
     const std::vector<float> enc_proj = encode_(exec_, pcm, n_samples, opt_.n_threads, timings_);
     dump_f32("joint_enc_proj", enc_proj, {T, J});
     check_abort("encoder");
+    check_cancelled(options, "encoder");
     progress(options, 0.6f);
 
     // Greedy TDT: at frame t the joint gives a token and a duration; a token is emitted (the prediction
@@ -146,6 +148,7 @@ Transcript ParakeetTdtSession::run(const float * pcm, size_t n_samples, const Ru
             on_frame = 0;
         }
         check_abort("decode");
+        check_cancelled(options, "decode");
         progress(options, 0.6f + 0.4f * float(std::min(t, T)) / float(T));
     }
     timings_.decode_ms = decode_timer.ms();

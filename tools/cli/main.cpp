@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -39,7 +40,7 @@ int main(int argc, char ** argv) {
     std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text,
                 timestamps_name;
     std::vector<std::string> audio_paths;
-    int  threads = 0, max_new_tokens = 256, chunk_ms = 0;
+    int  threads = 0, max_new_tokens = 256, chunk_ms = 0, batch = 0;
     double max_audio_s = 3 * 3600;
     bool progress = false, show_version = false, as_json = false, no_repack = false, stream = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)");
@@ -60,6 +61,9 @@ int main(int argc, char ** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--max-audio-s", max_audio_s, "refuse audio longer than this many seconds (default 3 h; 0: no limit)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--batch", batch,
+                   "recordings (files, pieces of long audio) decoded together (default: as free memory allows, at most 8)")
+        ->check(CLI::Range(1, 64));
     app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
@@ -133,6 +137,7 @@ int main(int argc, char ** argv) {
     transcribe_session_params sp = transcribe_session_params_init();
     sp.n_threads = threads;
     sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
+    sp.n_batch   = stream ? 1 : batch; // streamed tokens come in order, one recording at a time
     if (progress) {
         sp.progress_callback = progress_bar;
     }
@@ -151,41 +156,70 @@ int main(int argc, char ** argv) {
 
     std::string output;
     int exit_code = 0;
-    for (const std::string & path : audio_paths) {
-        transcribe_audio audio {};
-        const transcribe_audio_limits limits {max_audio_s, nullptr, nullptr};
-        if ((st = transcribe_audio_load_limited(path.c_str(), info.sample_rate, &limits, &audio)) != TRANSCRIBE_OK) {
-            exit_code = die(st);
-            break;
+    // Files go in groups of the session's batch size, decoded together (their audio is held until the
+    // group is done); with --stream one by one, the text printed as it comes.
+    const size_t group = stream ? 1 : size_t(std::max(1, transcribe_session_batch_size(session)));
+    TextStream shown;
+    if (stream) {
+        rp.token_callback = [](int32_t, const char * text, size_t n, void * user) {
+            const std::string s = static_cast<TextStream *>(user)->push(text, n);
+            std::fwrite(s.data(), 1, s.size(), stdout);
+            std::fflush(stdout);
+        };
+        rp.token_user_data = &shown;
+    }
+    for (size_t first = 0; first < audio_paths.size() && !exit_code; first += group) {
+        const size_t n = std::min(group, audio_paths.size() - first);
+        std::vector<transcribe_audio> audio(n, transcribe_audio {});
+        for (size_t i = 0; i < n && !exit_code; ++i) {
+            const transcribe_audio_limits limits {max_audio_s, nullptr, nullptr};
+            if ((st = transcribe_audio_load_limited(audio_paths[first + i].c_str(), info.sample_rate, &limits, &audio[i])) !=
+                TRANSCRIBE_OK) {
+                exit_code = die(st);
+            }
         }
-        transcribe_result * result = nullptr;
-        TextStream shown;
-        if (stream) {
-            rp.token_callback = [](int32_t, const char * text, size_t n, void * user) {
-                const std::string s = static_cast<TextStream *>(user)->push(text, n);
-                std::fwrite(s.data(), 1, s.size(), stdout);
-                std::fflush(stdout);
-            };
-            rp.token_user_data = &shown;
+        std::vector<const float *>       pcm;
+        std::vector<size_t>              lengths;
+        std::vector<transcribe_result *> results(n, nullptr);
+        std::vector<transcribe_status>   statuses(n, TRANSCRIBE_OK);
+        for (const transcribe_audio & a : audio) {
+            pcm.push_back(a.samples);
+            lengths.push_back(a.n_samples);
         }
-        st = transcribe_run(session, audio.samples, audio.n_samples, &rp, &result);
-        if (stream) {
-            std::fputs("\n", stdout);
-        }
-        transcribe_audio_free(&audio);
-        if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-            exit_code = die(st);
-            break;
-        }
-        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-            std::fprintf(stderr, "transcribe-cli: warning: %s: %s\n", path.c_str(), transcribe_last_error());
+        if (!exit_code) {
+            if (n == 1) {
+                shown = TextStream {};
+                statuses[0] = transcribe_run(session, pcm[0], lengths[0], &rp, &results[0]);
+                if (stream) {
+                    std::fputs("\n", stdout);
+                }
+            } else {
+                transcribe_run_batch(session, pcm.data(), lengths.data(), int(n), &rp, results.data(), statuses.data());
+            }
         }
         transcribe_timings timings;
         transcribe_session_get_timings(session, &timings);
-        if (!stream) {
-            output += render(output_from_result(result), format, &timings, info.name, timestamps);
+        for (size_t i = 0; i < n && !exit_code; ++i) {
+            const std::string & path = audio_paths[first + i];
+            if (statuses[i] != TRANSCRIBE_OK && statuses[i] != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+                if (n > 1) { // the batch keeps no message per file: this file alone says what went wrong
+                    transcribe_result * alone = nullptr;
+                    statuses[i] = transcribe_run(session, pcm[i], lengths[i], &rp, &alone);
+                    transcribe_result_free(alone);
+                }
+                exit_code = die(path + ": " + transcribe_status_string(statuses[i]) + ": " + transcribe_last_error());
+            } else if (statuses[i] == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+                std::fprintf(stderr, "transcribe-cli: warning: %s: truncated: the budget of %d new tokens ran out\n",
+                             path.c_str(), max_new_tokens);
+            }
+            if (!exit_code && !stream) {
+                output += render(output_from_result(results[i]), format, &timings, info.name, timestamps);
+            }
         }
-        transcribe_result_free(result);
+        for (size_t i = 0; i < n; ++i) {
+            transcribe_result_free(results[i]);
+            transcribe_audio_free(&audio[i]);
+        }
     }
     transcribe_session_free(session);
     transcribe_vad_model_free(vad_model);

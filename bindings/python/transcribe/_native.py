@@ -34,7 +34,7 @@ ProgressCallback = ctypes.CFUNCTYPE(None, c_float, c_void_p)
 class SessionParams(ctypes.Structure):
     _fields_ = [("n_threads", c_int), ("kv_type", c_int), ("n_ctx", c_int), ("abort_callback", AbortCallback),
                 ("abort_user_data", c_void_p), ("progress_callback", ProgressCallback),
-                ("progress_user_data", c_void_p)]
+                ("progress_user_data", c_void_p), ("n_batch", c_int)]
 
 
 class Audio(ctypes.Structure):
@@ -52,7 +52,7 @@ TokenCallback = ctypes.CFUNCTYPE(None, c_int32, ctypes.POINTER(ctypes.c_char), c
 class RunParams(ctypes.Structure):
     _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
                 ("vad", c_void_p), ("vad_params", VadParams), ("token_callback", TokenCallback),
-                ("token_user_data", c_void_p)]
+                ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p)]
 
 
 class Timings(ctypes.Structure):
