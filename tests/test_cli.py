@@ -36,6 +36,30 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.decode().strip(), "872 198 3167 3114 279 2701 25 220")
 
+    def test_files_decoded_together_equal_one_at_a_time(self):
+        """Five files (the four clips, jfk again) with --batch 3: each file's JSON has the tokens it has with
+        --batch 1, which are the reference's greedy ids; in the order given."""
+        clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s", "jfk")
+        files = [str(FIXTURE / "audio" / f"{c}.wav") for c in clips]
+        outs = {}
+        for batch in ("3", "1"):
+            r = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "16", "--json", "--batch", batch, *files)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text, docs, at = r.stdout.decode(), [], 0
+            dec = json.JSONDecoder()
+            while at < len(text.rstrip()):
+                doc, at = dec.raw_decode(text, at)
+                docs.append(doc)
+                while at < len(text) and text[at].isspace():
+                    at += 1
+            outs[batch] = docs
+        self.assertEqual(len(outs["3"]), 5)
+        for c, together, alone in zip(clips, outs["3"], outs["1"]):
+            golden = json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text())
+            self.assertEqual(together["tokens"], alone["tokens"], c)
+            self.assertEqual(together["tokens"], golden[:len(together["tokens"])], c)
+            self.assertEqual(together["text"], alone["text"], c)
+
     def test_json_matches_golden(self):
         golden_ids = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())
         golden_text = (FIXTURE / "golden" / "jfk" / "text.txt").read_text(encoding="utf-8")

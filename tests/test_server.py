@@ -31,6 +31,7 @@ class Server:
             self.proc.kill()
             raise RuntimeError("server did not start: " + line)
         self.base = line.split("listening on ")[1].split()[0]
+        self.banner = line
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -309,6 +310,58 @@ class StreamingTest(unittest.TestCase):
             self.assertEqual(code, 400)
         finally:
             self.assertEqual(server.stop(), 0)
+
+
+class BatchedServer(unittest.TestCase):
+    """--parallel N on a model that batches: one session, concurrent requests decoded in the same steps."""
+
+    def test_concurrent_requests_decode_together_with_their_own_results(self):
+        clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s")
+        server = Server("--parallel", "3", "--queue", "32", "--max-new-tokens", "16", "--kv-type", "f32")
+        self.assertIn("decoded together", server.banner)
+        try:
+            golden = {c: json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text()) for c in clips}
+            audio = {c: (FIXTURE / "audio" / f"{c}.wav").read_bytes() for c in clips}
+
+            def plain(i):
+                c = clips[i % 4]
+                code, _, body = transcribe(server.base, audio[c], f"{c}.wav", response_format="verbose_json")
+                return c, code, json.loads(body)
+
+            def streamed():
+                import http.client
+                host, port = server.base.split("//")[1].split(":")
+                body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
+                conn = http.client.HTTPConnection(host, int(port), timeout=120)
+                conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+                events = sse_events(conn.getresponse())
+                conn.close()
+                return events
+
+            with cf.ThreadPoolExecutor(max_workers=13) as pool:
+                futures = [pool.submit(plain, i) for i in range(12)]
+                stream = pool.submit(streamed)
+                results = [f.result() for f in futures]
+                events = stream.result()
+            for c, code, j in results:
+                self.assertEqual(code, 200, j)
+                tokens = [t for seg in j["segments"] for t in seg["tokens"]]
+                self.assertTrue(tokens, c)
+                self.assertEqual(tokens, golden[c][:len(tokens)], c)  # each request its own ids, whatever ran beside it
+            self.assertEqual(events[-1]["type"], "transcript.text.done")
+            self.assertEqual("".join(e["delta"] for e in events[:-1]), events[-1]["text"])
+            jfk_text = next(j["text"] for c, _, j in results if c == "jfk")
+            self.assertEqual(events[-1]["text"], jfk_text)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_startup_says_whether_requests_are_batched(self):
+        for model, batched in ((MODEL, True), (PARAKEET_MODEL, False)):
+            server = Server("--parallel", "2", model=model)
+            try:
+                self.assertEqual("decoded together" in server.banner, batched, server.banner)
+            finally:
+                self.assertEqual(server.stop(), 0)
 
 
 class WordTimestampsTest(unittest.TestCase):

@@ -35,8 +35,13 @@ int main(int argc, char ** argv) {
     app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
     app.add_option("--host", host, "address to listen on");
     app.add_option("--port", port, "port to listen on (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
-    app.add_option("--threads", threads, "CPU threads per request (default: all cores / parallel)")->check(CLI::NonNegativeNumber);
-    app.add_option("--parallel", parallel, "requests transcribed at once (sessions on the one model)")->check(CLI::PositiveNumber);
+    app.add_option("--threads", threads,
+                   "CPU threads (default: all cores, shared by the batch; divided among sessions for models that do not batch)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--parallel", parallel,
+                   "requests transcribed at once: decoded together in one session's steps where the model batches "
+                   "(LLM decoders), else a session each")
+        ->check(CLI::Range(1, 64));
     app.add_option("--queue", queue, "requests that may wait for a session before 503")->check(CLI::NonNegativeNumber);
     app.add_option("--max-upload-mb", max_upload_mb, "largest accepted upload, in MiB (413 above)")->check(CLI::PositiveNumber);
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
@@ -78,10 +83,12 @@ int main(int argc, char ** argv) {
         return 1;
     }
     transcribe_session_params sp = transcribe_session_params_init();
-    sp.n_threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()) / parallel);
+    // The batch gets every core; sessions of a model that does not batch get a share each (the pool
+    // falls back to those when the shared session reports it does not batch).
+    sp.n_threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()));
     sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
     try {
-        st.pool = std::make_unique<SessionPool>(st.model, parallel, queue, sp);
+        st.pool = std::make_unique<SessionPool>(st.model, parallel, queue, sp, threads <= 0);
     } catch (const std::exception & e) {
         std::fprintf(stderr, "transcribe-server: error: %s\n", e.what());
         transcribe_vad_model_free(st.vad);
@@ -121,8 +128,8 @@ int main(int argc, char ** argv) {
         transcribe_model_free(st.model);
         return 1;
     }
-    std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel, queue %d)\n", host.c_str(), bound,
-                st.info.name, parallel, queue);
+    std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel%s, queue %d)\n", host.c_str(), bound,
+                st.info.name, parallel, st.pool->batched() ? " decoded together" : "", queue);
     std::fflush(stdout);
     svr.listen_after_bind();
     std::printf("transcribe-server: stopped after %ld transcriptions (%ld aborted by clients)\n", st.served.load(),

@@ -7,10 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
+#include <thread>
 
 using namespace transcribe_tools;
 using json = nlohmann::ordered_json;
@@ -171,8 +175,10 @@ std::string sse_event(const json & data) {
 
 // OpenAI's streaming transcription: a text/event-stream of transcript.text.delta events as tokens are
 // decoded, then one transcript.text.done with the text, and the stream ends. The run happens while
-// the response is written (httplib calls the provider after the handler returns), so the session lease
-// and the audio move into it; a client that goes away stops the run.
+// the response is written (httplib calls the provider after the handler returns), so the lease and the
+// audio move into it. The run goes on a thread of its own (with a shared session its tokens come from
+// the batch's thread) and this one writes what it has made, so a slow client never holds up the
+// decoding; a client that goes away stops the run.
 void stream_transcription(ServerState & st, httplib::Response & res, SessionPool::Lease lease,
                           const transcribe_audio & audio, const std::string & language) {
     struct Job {
@@ -187,25 +193,49 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
     auto job = std::make_shared<Job>(std::move(lease), audio, language);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [job, &st](size_t, httplib::DataSink & sink) {
-        struct Sink {
-            httplib::DataSink & sink;
-            TextStream          text;
-        } out {sink, {}};
-        job->lease.set_abort_check([&sink] { return !sink.is_writable(); });
+        struct Events {
+            std::mutex              mutex;
+            std::condition_variable cv;
+            std::string             pending; // SSE bytes not yet written
+            TextStream              text;
+            bool                    finished = false;
+            std::atomic<bool>       gone {false};
+        } ev;
         t_request.audio_s = double(job->audio.n_samples) / st.info.sample_rate;
         transcribe_run_params rp = run_params(st, job->language);
-        rp.token_user_data = &out;
+        rp.token_user_data = &ev;
         rp.token_callback  = [](int32_t, const char * bytes, size_t n, void * user) {
-            Sink & o = *static_cast<Sink *>(user);
-            const std::string delta = o.text.push(bytes, n);
+            Events & e = *static_cast<Events *>(user);
+            std::lock_guard<std::mutex> lock(e.mutex);
+            const std::string delta = e.text.push(bytes, n);
             if (!delta.empty()) {
-                const std::string e = sse_event({{"type", "transcript.text.delta"}, {"delta", delta}});
-                o.sink.write(e.data(), e.size());
+                e.pending += sse_event({{"type", "transcript.text.delta"}, {"delta", delta}});
+                e.cv.notify_one();
             }
         };
         transcribe_result * result = nullptr;
-        const transcribe_status status = transcribe_run(job->lease.session(), job->audio.samples, job->audio.n_samples,
-                                                        &rp, &result);
+        transcribe_status   status = TRANSCRIBE_OK;
+        std::string         why;
+        std::thread runner([&] {
+            status = job->lease.run(job->audio.samples, job->audio.n_samples, rp, [&ev] { return ev.gone.load(); }, &result);
+            why = transcribe_last_error(); // this thread's
+            std::lock_guard<std::mutex> lock(ev.mutex);
+            ev.finished = true;
+            ev.cv.notify_one();
+        });
+        for (bool finished = false; !finished;) {
+            std::string out;
+            {
+                std::unique_lock<std::mutex> lock(ev.mutex);
+                ev.cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return ev.finished || !ev.pending.empty(); });
+                out.swap(ev.pending);
+                finished = ev.finished;
+            }
+            if (!ev.gone && ((!out.empty() && !sink.write(out.data(), out.size())) || !sink.is_writable())) {
+                ev.gone = true;
+            }
+        }
+        runner.join();
         std::string e;
         if (status == TRANSCRIBE_OK || status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
             e = sse_event({{"type", "transcript.text.done"}, {"text", trimmed(transcribe_result_text(result))}});
@@ -213,8 +243,7 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
         } else {
             st.aborted += status == TRANSCRIBE_ERR_ABORTED;
             e = sse_event({{"type", "error"},
-                           {"error", {{"message", std::string(transcribe_status_string(status)) + ": " +
-                                                      transcribe_last_error()},
+                           {"error", {{"message", std::string(transcribe_status_string(status)) + ": " + why},
                                       {"type", "server_error"}}}});
         }
         transcribe_result_free(result);
@@ -299,11 +328,9 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         stream_transcription(st, res, std::move(lease), audio, language);
         return;
     }
-    lease.set_abort_check([&watch] { return watch.closed(); });
-
-    transcribe_run_params rp = run_params(st, language);
     transcribe_result * result = nullptr;
-    const transcribe_status status = transcribe_run(lease.session(), audio.samples, audio.n_samples, &rp, &result);
+    const transcribe_status status =
+        lease.run(audio.samples, audio.n_samples, run_params(st, language), [&watch] { return watch.closed(); }, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;
     t_request.audio_s = duration;
     transcribe_audio_free(&audio);

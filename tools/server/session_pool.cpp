@@ -1,34 +1,58 @@
 #include "session_pool.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace transcribe_server {
 
-SessionPool::SessionPool(transcribe_model * model, int n_sessions, int max_waiting, transcribe_session_params params)
+namespace {
+transcribe_session * new_session(transcribe_model * model, const transcribe_session_params & params) {
+    transcribe_session * s = nullptr;
+    if (transcribe_session_create(model, &params, &s) != TRANSCRIBE_OK) {
+        throw std::runtime_error(std::string("cannot create a session: ") + transcribe_last_error());
+    }
+    return s;
+}
+
+bool stop_trampoline(void * user) { return (*static_cast<const std::function<bool()> *>(user))(); }
+} // namespace
+
+SessionPool::SessionPool(transcribe_model * model, int n_places, int max_waiting, transcribe_session_params params,
+                         bool share_threads)
     : max_waiting_(max_waiting) {
-    for (int i = 0; i < n_sessions; ++i) {
-        auto slot = std::make_unique<Slot>();
-        params.abort_callback  = abort_trampoline;
-        params.abort_user_data = slot.get();
-        if (transcribe_session_create(model, &params, &slot->session) != TRANSCRIBE_OK) {
-            throw std::runtime_error(std::string("cannot create a session: ") + transcribe_last_error());
+    if (n_places > 1) {
+        // One session decoding all places together, if the model batches.
+        transcribe_session_params shared = params;
+        shared.n_batch = n_places;
+        transcribe_session * s = new_session(model, shared);
+        if (transcribe_session_batch_size(s) >= n_places) {
+            if (transcribe_batcher_create(s, &batcher_) != TRANSCRIBE_OK) {
+                transcribe_session_free(s);
+                throw std::runtime_error(std::string("cannot create a batcher: ") + transcribe_last_error());
+            }
+            sessions_.push_back(s);
+        } else {
+            transcribe_session_free(s);
         }
-        slots_.push_back(std::move(slot));
+    }
+    if (!batcher_ && share_threads) {
+        params.n_threads = std::max(1, params.n_threads / n_places);
+    }
+    for (int i = 0; i < n_places; ++i) {
+        if (!batcher_) {
+            params.n_batch = 1;
+            sessions_.push_back(new_session(model, params));
+        }
         free_.push_back(i);
     }
 }
 
 SessionPool::~SessionPool() {
-    for (auto & s : slots_) {
-        transcribe_session_free(s->session);
+    transcribe_batcher_free(batcher_);
+    for (transcribe_session * s : sessions_) {
+        transcribe_session_free(s);
     }
-}
-
-bool SessionPool::abort_trampoline(void * user) {
-    Slot * slot = static_cast<Slot *>(user);
-    std::lock_guard<std::mutex> lock(slot->abort_mutex);
-    return slot->abort_check && slot->abort_check();
 }
 
 SessionPool::Lease SessionPool::acquire() {
@@ -47,11 +71,6 @@ SessionPool::Lease SessionPool::acquire() {
 }
 
 void SessionPool::release(int index) {
-    {
-        Slot & s = *slots_[size_t(index)];
-        std::lock_guard<std::mutex> abort_lock(s.abort_mutex);
-        s.abort_check = nullptr;
-    }
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(index);
     cv_.notify_one();
@@ -63,12 +82,12 @@ SessionPool::Lease::~Lease() {
     }
 }
 
-transcribe_session * SessionPool::Lease::session() const { return pool_->slots_[size_t(index_)]->session; }
-
-void SessionPool::Lease::set_abort_check(std::function<bool()> check) {
-    Slot & s = *pool_->slots_[size_t(index_)];
-    std::lock_guard<std::mutex> lock(s.abort_mutex);
-    s.abort_check = std::move(check);
+transcribe_status SessionPool::Lease::run(const float * pcm, size_t n, transcribe_run_params rp,
+                                          const std::function<bool()> & stop, transcribe_result ** out) const {
+    rp.abort_callback  = stop_trampoline;
+    rp.abort_user_data = const_cast<std::function<bool()> *>(&stop);
+    return pool_->batcher_ ? transcribe_batcher_run(pool_->batcher_, pcm, n, &rp, out)
+                           : transcribe_run(pool_->sessions_[size_t(index_)], pcm, n, &rp, out);
 }
 
 } // namespace transcribe_server

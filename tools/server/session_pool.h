@@ -1,5 +1,7 @@
-// N sessions over one loaded model (weights shared), handed to requests one at a time, with a bounded
-// number of requests allowed to wait for one.
+// The server's sessions on its one loaded model, handed to requests one at a time, with a bounded
+// number of requests allowed to wait for one. Where the model decodes several recordings together
+// (an LLM decoder), the N places share one session through a batcher: concurrent requests are decoded
+// in the same steps. Otherwise each place is a session of its own.
 #pragma once
 
 #include "transcribe.h"
@@ -14,8 +16,12 @@ namespace transcribe_server {
 
 class SessionPool {
 public:
-    SessionPool(transcribe_model * model, int n_sessions, int max_waiting, transcribe_session_params params);
+    // N_PLACES requests at once; MAX_WAITING more may wait for a place. PARAMS.n_threads serve the shared
+    // session; with a session a place, each gets its share of them where SHARE_THREADS.
+    SessionPool(transcribe_model * model, int n_places, int max_waiting, transcribe_session_params params,
+                bool share_threads = false);
     ~SessionPool();
+    bool batched() const { return batcher_ != nullptr; }
 
     class Lease {
     public:
@@ -24,32 +30,28 @@ public:
         Lease(const Lease &) = delete;
         ~Lease();
         explicit operator bool() const { return pool_ != nullptr; }
-        transcribe_session * session() const;
-        // Polled by the session's abort callback while this lease holds it.
-        void set_abort_check(std::function<bool()> check);
+        // transcribe_run on this place (its session, or the shared batcher); STOP, polled during the run,
+        // ends it with TRANSCRIBE_ERR_ABORTED. RP's abort callback is taken for it.
+        transcribe_status run(const float * pcm, size_t n, transcribe_run_params rp, const std::function<bool()> & stop,
+                              transcribe_result ** out) const;
 
     private:
         SessionPool * pool_;
         int           index_;
     };
 
-    // Waits for a free session; an empty lease when max_waiting requests are already waiting.
+    // Waits for a free place; an empty lease when max_waiting requests are already waiting.
     Lease acquire();
 
 private:
-    struct Slot {
-        transcribe_session *  session = nullptr;
-        std::function<bool()> abort_check;
-        std::mutex            abort_mutex;
-    };
-    static bool abort_trampoline(void * user);
     void release(int index);
 
-    std::vector<std::unique_ptr<Slot>> slots_;
-    std::vector<int>                   free_;
-    int                                waiting_ = 0, max_waiting_;
-    std::mutex                         mutex_;
-    std::condition_variable            cv_;
+    std::vector<transcribe_session *> sessions_; // one a place, or the one shared
+    transcribe_batcher *              batcher_ = nullptr;
+    std::vector<int>                  free_;
+    int                               waiting_ = 0, max_waiting_;
+    std::mutex                        mutex_;
+    std::condition_variable           cv_;
 };
 
 } // namespace transcribe_server
