@@ -4,7 +4,9 @@
 // from memory. Ours (ops::matmul's choice: our GEMM, our GEMV, or ggml's where we have none) and
 // ggml's mul_mat run alternately in this one process, on the same weights and threads; it prints both
 // and the ratio.
-//   gemm-stream-bench [TYPE=bf16|q8_0|q4_K|q6_K|f32] [THREADS=2] [ROUNDS=5] [COLUMNS=152] [LAYERS=8]
+// With LAYOUT "panels", ours reads a copy of the weights stored in the panel layout, as the loader
+// stores Q8_0 matmul weights (ggml keeps the file's).
+//   gemm-stream-bench [TYPE=bf16|q8_0|q4_K|q6_K|f32] [THREADS=2] [ROUNDS=5] [COLUMNS=152] [LAYERS=8] [LAYOUT=file|panels]
 #include "ops/matmul.h"
 #include "kernels/avx512_gemm.h"
 
@@ -36,14 +38,16 @@ int main(int argc, char ** argv) {
         return 2;
     }
     const int64_t N = argc > 4 ? std::atoi(argv[4]) : 152, layers = argc > 5 ? std::atoi(argv[5]) : 8;
+    const bool panels = argc > 6 && std::strcmp(argv[6], "panels") == 0;
     const int64_t shapes[][2] = {{2048, 2048}, {2048, 1024}, {2048, 1024}, {2048, 2048}, {2048, 6144}, {2048, 6144}, {6144, 2048}};
 
-    ggml_init_params wp = {ggml_tensor_overhead() * 64, nullptr, true};
+    ggml_init_params wp = {ggml_tensor_overhead() * 256, nullptr, true};
     ggml_context * wctx = ggml_init(wp);
-    std::vector<ggml_tensor *> weights;
+    std::vector<ggml_tensor *> weights, ours_weights;
     for (int64_t l = 0; l < layers; ++l) {
         for (const auto & s : shapes) {
             weights.push_back(ggml_new_tensor_2d(wctx, type, s[0], s[1]));
+            ours_weights.push_back(panels ? ggml_new_tensor_2d(wctx, type, s[0], s[1]) : weights.back());
         }
     }
     ggml_tensor * x_narrow = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, 2048, N);
@@ -68,6 +72,14 @@ int main(int argc, char ** argv) {
         }
         ggml_backend_tensor_set(w, packed.data(), 0, packed.size());
     }
+    for (size_t i = 0; panels && i < weights.size(); ++i) {
+        if (!transcribe::panel_layout_takes(ours_weights[i])) {
+            std::fprintf(stderr, "gemm-stream-bench: no panel layout for %s on this CPU\n", type_name);
+            return 2;
+        }
+        ggml_backend_tensor_copy(weights[i], ours_weights[i]);
+        transcribe::to_panel_layout(ours_weights[i], threads);
+    }
     for (ggml_tensor * x : {x_narrow, x_wide}) {
         std::vector<float> v(size_t(ggml_nelements(x)));
         for (float & f : v) {
@@ -81,7 +93,8 @@ int main(int argc, char ** argv) {
         ggml_init_params gp = {ggml_tensor_overhead() * 512 + ggml_graph_overhead_custom(1024, false), nullptr, true};
         ggml_context * ctx = ggml_init(gp);
         ggml_cgraph * gf = ggml_new_graph_custom(ctx, 1024, false);
-        for (ggml_tensor * w : weights) {
+        for (size_t i = 0; i < weights.size(); ++i) {
+            ggml_tensor * w = ours ? ours_weights[i] : weights[i];
             ggml_tensor * x = w->ne[0] == 2048 ? x_narrow : x_wide;
             ggml_build_forward_expand(gf, ours ? transcribe::ops::matmul(ctx, w, x) : ggml_mul_mat(ctx, w, x));
         }
@@ -117,9 +130,9 @@ int main(int argc, char ** argv) {
     std::sort(ours.begin(), ours.end());
     std::sort(theirs.begin(), theirs.end());
     const double o = ours[ours.size() / 2], t = theirs[theirs.size() / 2];
-    std::printf("%s, %d threads, %lld products (%.0f MB of weights) x %lld columns, median of %d interleaved rounds:\n",
-                ggml_type_name(type), threads, (long long) weights.size(), double(ggml_backend_buffer_get_size(wbuf)) / 1e6,
-                (long long) N, rounds);
+    std::printf("%s%s, %d threads, %lld products (%.0f MB of weights) x %lld columns, median of %d interleaved rounds:\n",
+                ggml_type_name(type), panels ? " (ours in the panel layout)" : "", threads, (long long) weights.size(),
+                double(ggml_backend_buffer_get_size(wbuf)) / (panels ? 2e6 : 1e6), (long long) N, rounds);
     std::printf("  ours  %8.1f ms  %6.1f GFLOP/s\n  ggml  %8.1f ms  %6.1f GFLOP/s\n  ours / ggml speed: %.2fx\n", o * 1e3,
                 flops / o / 1e9, t * 1e3, flops / t / 1e9, t / o);
     ggml_gallocr_free(alloc_ours);

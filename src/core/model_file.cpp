@@ -443,6 +443,21 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
         fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
     }
     place_on_host(base, host_size, host);
+    if (!map_ && options_.cpu_repack) {
+        // Q8_0 matmul weights into our GEMM's panel layout, in place (a mapped file's pages stay as they are).
+        size_t n = 0, bytes = 0;
+        const int threads = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
+        for (const HostPlacement & h : host) {
+            if (matmul_only_.count(h.tensor) && panel_layout_takes(h.tensor)) {
+                to_panel_layout(h.tensor, threads);
+                ++n;
+                bytes += ggml_nbytes(h.tensor);
+            }
+        }
+        if (n) {
+            TLOG_INFO("%zu matmul weights (%.1f MiB) in the panel layout", n, double(bytes) / (1 << 20));
+        }
+    }
     if (!plan.empty()) {
         TLOG_INFO("%zu matmul weights (%.1f MiB) in CPU extra buffer types", plan.size(), double(repacked_bytes_) / (1 << 20));
     }

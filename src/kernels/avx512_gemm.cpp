@@ -6,6 +6,8 @@
 #include "avx512_transpose.h" // and x86_simd.h
 #include "quant_blocks.h"
 
+#include "ggml-cpu.h"
+
 namespace transcribe {
 
 namespace {
@@ -129,6 +131,19 @@ TILE_INLINE void scale_float(const float * d, const TileColumns<NR> & t, int64_t
     }
 }
 
+// As scale_float, with the rows' block scales as the 32 F16 values at H (the panel layout's).
+template <int NR>
+TILE_INLINE void scale_half(const uint8_t * h, const TileColumns<NR> & t, int64_t b, const __m512i (&dot)[NR][2],
+                            __m512 (&acc)[NR][2]) {
+    const __m512 d0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i *>(h)));
+    const __m512 d1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i *>(h + 32)));
+    for (int c = 0; c < NR; ++c) {
+        const __m512 dx = _mm512_set1_ps(t.xd[c][b]);
+        acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][0]), _mm512_mul_ps(d0, dx), acc[c][0]);
+        acc[c][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c][1]), _mm512_mul_ps(d1, dx), acc[c][1]);
+    }
+}
+
 // Byte offsets of 16 consecutive weight rows, for gathers.
 AVX512_TARGET inline __m512i row_offsets(size_t row_bytes) {
     return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -147,6 +162,10 @@ struct Q8_0Kernel {
     static constexpr size_t SCALES_BLOCK = PANEL_ROWS * sizeof(float);  // row scales per block
     static constexpr int    SUMS         = 1;                           // -128 * the block's activation sum
     static constexpr size_t SOURCE_BLOCK = Q8_0_BYTES;                  // weight bytes per block and row
+    // The panel layout (weights stored unpacked, once, at load): per 32 rows and block, the unpacked
+    // bytes then the rows' 32 F16 scales, 1088 bytes, as many as the 32 rows' blocks in the file.
+    static constexpr size_t STORED_BLOCK = PANEL_BLOCK + PANEL_ROWS * 2;
+    static_assert(STORED_BLOCK == PANEL_ROWS * Q8_0_BYTES, "the panel layout takes the file layout's bytes");
 
     AVX512_TARGET static void prepare_rows(const Avx512GemmArgs & a, int64_t n0, int64_t n1) {
         const int64_t nb = a.K / BLOCK;
@@ -185,7 +204,8 @@ struct Q8_0Kernel {
         }
     }
 
-    template <int NR>
+    // STORED: PANEL holds blocks b0..b1 in the panel layout (SCALES unused); else as pack_panel made them.
+    template <int NR, bool STORED = false>
     AVX512_TARGET static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
                                    int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
         __m512 acc[NR][2];
@@ -196,11 +216,15 @@ struct Q8_0Kernel {
             for (int c = 0; c < NR; ++c) {
                 dot[c][0] = dot[c][1] = _mm512_set1_epi32(t.sums[c][b]);
             }
-            const uint8_t * p = panel + size_t(b - b0) * PANEL_BLOCK;
+            const uint8_t * p = panel + size_t(b - b0) * (STORED ? STORED_BLOCK : PANEL_BLOCK);
             for (int g = 0; g < BLOCK / 4; ++g) {
                 dot_group<NR>(p + g * 128, t, size_t(b) * Q8_0_BYTES + 4 * size_t(g), dot);
             }
-            scale_float<NR>(reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK), t, b, dot, acc);
+            if constexpr (STORED) {
+                scale_half<NR>(p + PANEL_BLOCK, t, b, dot, acc);
+            } else {
+                scale_float<NR>(reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK), t, b, dot, acc);
+            }
         }
         tile_end<NR>(a, m0, n0, acc);
     }
@@ -646,6 +670,37 @@ AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
     }
 }
 
+// The last N % TILE_COLS columns over Q8_0 weights in the panel layout.
+template <int NR>
+AVX512_TARGET void tail_stored(const Avx512GemmArgs & a, const uint8_t * panel, int64_t m0, int64_t n0, int64_t b0,
+                               int64_t b1, bool accumulate) {
+    if constexpr (NR > 0) {
+        if (a.N - n0 == NR) {
+            Q8_0Kernel::tile<NR, true>(a, panel, nullptr, m0, n0, b0, b1, accumulate);
+        } else {
+            tail_stored<NR - 1>(a, panel, m0, n0, b0, b1, accumulate);
+        }
+    }
+}
+
+// Q8_0 weights in the panel layout: nothing to unpack, so the weights stream through the tiles at the
+// speed memory gives them. Each thread takes a contiguous share of the panels (one stream of bytes
+// that the hardware prefetcher follows; software prefetches only got in its way), and each tile runs
+// a panel's whole rows, which the next tile re-reads from L2.
+AVX512_TARGET void gemm_stored_q8_0(const Avx512GemmArgs & a, int ith, int nth) {
+    using K = Q8_0Kernel;
+    const int64_t nb = a.K / K::BLOCK, panels = a.M / PANEL_ROWS;
+    for (int64_t pi = panels * ith / nth; pi < panels * (ith + 1) / nth; ++pi) {
+        const int64_t   m0    = pi * PANEL_ROWS;
+        const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * K::STORED_BLOCK;
+        int64_t n0 = 0;
+        for (; n0 + K::TILE_COLS <= a.N; n0 += K::TILE_COLS) {
+            K::tile<K::TILE_COLS, true>(a, panel, nullptr, m0, n0, 0, nb, false);
+        }
+        tail_stored<K::TILE_COLS - 1>(a, panel, m0, n0, 0, nb, false);
+    }
+}
+
 // Rows [n0, n1) of the activation data, the share of thread ITH of NTH.
 template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int nth) {
     const int64_t per = (a.N + nth - 1) / nth, n0 = per * ith, n1 = n0 + per < a.N ? n0 + per : a.N;
@@ -697,6 +752,10 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
 }
 
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
+    if (a.panels) {
+        gemm_stored_q8_0(a, ith, nth);
+        return;
+    }
     switch (a.type) {
         case GGML_TYPE_Q8_0: gemm<Q8_0Kernel>(a, ith, nth); break;
         case GGML_TYPE_Q4_K: gemm<Q4_KKernel>(a, ith, nth); break;
@@ -707,8 +766,67 @@ void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
     }
 }
 
+bool avx512_panel_layout_takes(ggml_type type, int64_t K, int64_t M) {
+    return type == GGML_TYPE_Q8_0 && cpu_has_avx512_vnni() && K % QK8_0 == 0 && M % PANEL_ROWS == 0 && K <= AVX512_PANEL_MAX_K;
+}
+
+void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch) {
+    using Kn = Q8_0Kernel;
+    const int64_t nb = K / Kn::BLOCK;
+    const size_t  row_bytes = size_t(nb) * Q8_0_BYTES, panel_bytes = size_t(PANEL_ROWS) * row_bytes;
+    alignas(64) uint8_t scales[Kn::SCALES_BLOCK + 64];
+    Avx512GemmArgs a;
+    a.type        = GGML_TYPE_Q8_0;
+    a.w           = scratch;
+    a.w_row_bytes = row_bytes;
+    a.K           = K;
+    for (int64_t p = p0; p < p1; ++p) {
+        uint8_t * region = static_cast<uint8_t *>(data) + size_t(p) * panel_bytes;
+        std::memcpy(scratch, region, panel_bytes);
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t * out = region + size_t(b) * Kn::STORED_BLOCK;
+            Kn::pack_panel(a, 0, b, b + 1, out, scales);
+            for (int r = 0; r < PANEL_ROWS; ++r) { // the F16 scales as the file has them
+                std::memcpy(out + Kn::PANEL_BLOCK + 2 * r, scratch + size_t(r) * row_bytes + size_t(b) * Q8_0_BYTES, 2);
+            }
+        }
+    }
+}
+
+void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
+    using Kn = Q8_0Kernel;
+    const int64_t nb = g.K / Kn::BLOCK;
+    alignas(64) uint8_t x_blocks[AVX512_PANEL_MAX_K / QK8_0 * Q8_0_BYTES];
+    alignas(64) int32_t aux[AVX512_PANEL_MAX_K / QK8_0 * (Kn::SUMS + 1)];
+    ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x, x_blocks, g.K);
+    Avx512GemmArgs a;
+    a.type         = GGML_TYPE_Q8_0;
+    a.panels       = true;
+    a.w            = g.w;
+    a.x            = x_blocks;
+    a.aux          = aux;
+    a.aux_row_ints = size_t(nb) * (Kn::SUMS + 1);
+    a.bias         = g.bias;
+    a.y            = g.y;
+    a.K            = g.K;
+    a.M            = g.M;
+    a.N            = 1;
+    a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
+    a.y_row_floats = size_t(g.M);
+    Kn::prepare_rows(a, 0, 1);
+    // A contiguous share of the panels each: one stream of bytes per thread.
+    const int64_t panels = g.M / PANEL_ROWS, p0 = panels * ith / nth, p1 = panels * (ith + 1) / nth;
+    for (int64_t p = p0; p < p1; ++p) {
+        Kn::tile<1, true>(a, static_cast<const uint8_t *>(g.w) + size_t(p) * size_t(nb) * Kn::STORED_BLOCK, nullptr,
+                          p * PANEL_ROWS, 0, 0, nb, false);
+    }
+}
+
 #else
 
+bool avx512_panel_layout_takes(ggml_type, int64_t, int64_t) { return false; }
+void avx512_to_panel_layout(void *, int64_t, int64_t, int64_t, uint8_t *) {}
+void avx512_panel_gemv(const Avx512GemvArgs &, int, int) {}
 bool avx512_gemm_handles(ggml_type) { return false; }
 int64_t avx512_gemm_aux_ints(ggml_type, int64_t) { return 0; }
 void avx512_gemm_prepare(const Avx512GemmArgs &, int, int) {}

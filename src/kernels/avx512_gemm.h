@@ -14,6 +14,8 @@
 // scales, integer dot products exact, summed in F32 (only the order of the F32 sums differs).
 #pragma once
 
+#include "avx512_gemv.h"
+
 #include "ggml.h"
 
 #include <cstddef>
@@ -31,6 +33,7 @@ int64_t avx512_gemm_row_multiple(ggml_type weight_type);
 struct Avx512GemmArgs {
     ggml_type    type;            // of the weights
     bool         q4_k_x8 = false; // Q4_K weights in ggml's CPU repack layout (8 rows interleaved), not the file's
+    bool         panels  = false; // Q8_0 weights in the panel layout (avx512_to_panel_layout), not the file's
     const void * w;               // M rows of K values, row stride w_row_bytes (file layout)
     const void * x;               // N rows of K values in the activation type, row stride x_row_bytes
     int32_t *    aux = nullptr;   // N rows of avx512_gemm_aux_ints(type, K): made by avx512_gemm_prepare
@@ -49,5 +52,18 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth);
 // y[n][m] = sum_k w[m][k] * x[n][k] (+ bias[m]). Thread ITH of NTH computes its share of the 32-row weight
 // panels; the shares do not overlap, so no barrier is needed. Nothing is allocated.
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth);
+
+// The panel layout: Q8_0 weights stored at load the way the GEMM unpacks them (per 32 rows and block of
+// 32 values: the sign-flipped bytes in the dot products' order, then the 32 rows' F16 scales), in the
+// file layout's own bytes. Decoding several sequences at once is then bound by reading the weights, not
+// by unpacking them for every product. Only these kernels read it.
+constexpr int64_t AVX512_PANEL_MAX_K = 16384;
+// Whether weights of TYPE, K x M, can be stored so on this CPU.
+bool avx512_panel_layout_takes(ggml_type type, int64_t K, int64_t M);
+// Converts panels [p0, p1) (rows 32 p0 .. 32 p1) of the Q8_0 weights at DATA, in place; SCRATCH holds
+// one panel's bytes (32 rows of K values).
+void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch);
+// A GEMV over weights in the panel layout (A.type Q8_0; x quantized by each thread, as avx512_gemv).
+void avx512_panel_gemv(const Avx512GemvArgs & a, int ith, int nth);
 
 } // namespace transcribe

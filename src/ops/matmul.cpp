@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace transcribe {
 
@@ -19,6 +21,9 @@ bool in_repack_buffer(const ggml_tensor * w) {
     return w->buffer && std::strcmp(ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer)), "CPU_REPACK") == 0;
 }
 
+// Marks a weight stored in the panel layout (tensor->extra: nothing else reads a host weight's extra).
+const char kPanelLayout = 0;
+
 // The weight travels as the ops' user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
 // (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
@@ -26,6 +31,7 @@ Avx512GemmArgs args_of(const ggml_tensor * w, const ggml_tensor * x) {
     Avx512GemmArgs a;
     a.type    = w->type;
     a.q4_k_x8 = in_repack_buffer(w);
+    a.panels  = in_panel_layout(w);
     a.w       = w->data;
     a.x       = x->data;
     a.K       = w->ne[0];
@@ -74,7 +80,11 @@ void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
     a.y           = static_cast<float *>(dst->data);
     a.K           = w->ne[0];
     a.M           = w->ne[1];
-    avx512_gemv(a, ith, nth);
+    if (in_panel_layout(w)) {
+        avx512_panel_gemv(a, ith, nth);
+    } else {
+        avx512_gemv(a, ith, nth);
+    }
 }
 
 // TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
@@ -109,6 +119,29 @@ bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
 
 bool matmul_reads_file_layout(const ggml_tensor * w) { return gemm_takes_shape(w) && avx512_gemv_handles(w->type, w->ne[0]); }
 
+bool in_panel_layout(const ggml_tensor * w) { return w->extra == &kPanelLayout; }
+
+bool panel_layout_takes(const ggml_tensor * w) {
+    return enabled() && avx512_panel_layout_takes(w->type, w->ne[0], w->ne[1]) && w->ne[2] == 1 && w->ne[3] == 1 &&
+           ggml_is_contiguous(w);
+}
+
+void to_panel_layout(ggml_tensor * w, int n_threads) {
+    const int64_t panels = w->ne[1] / 32;
+    const size_t  panel_bytes = ggml_row_size(w->type, w->ne[0]) * 32;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n_threads; ++t) {
+        threads.emplace_back([=] {
+            std::vector<uint8_t> scratch(panel_bytes);
+            avx512_to_panel_layout(w->data, w->ne[0], panels * t / n_threads, panels * (t + 1) / n_threads, scratch.data());
+        });
+    }
+    for (std::thread & t : threads) {
+        t.join();
+    }
+    w->extra = const_cast<char *>(&kPanelLayout);
+}
+
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     ggml_tensor * args[2] = {x, b};
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);
@@ -135,6 +168,17 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
 namespace ops {
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    if (in_panel_layout(w)) { // only our kernels read it: the activations are brought to what they take
+        const int64_t cols = ggml_nelements(x) / x->ne[0];
+        ggml_tensor * x2 = x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
+        x2 = ggml_is_contiguous(x2) ? x2 : ggml_cont(ctx, x2);
+        x2 = ggml_reshape_2d(ctx, x2, x->ne[0], cols);
+        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
+        ggml_tensor * y = cols == 1 ? avx512_gemv_op(ctx, w, x2, fuse_bias ? b : nullptr)
+                                    : avx512_gemm_op(ctx, w, x2, fuse_bias ? b : nullptr);
+        y = b && !fuse_bias ? ggml_add(ctx, y, b) : y;
+        return ggml_reshape_4d(ctx, y, w->ne[1], x->ne[1], x->ne[2], x->ne[3]);
+    }
     const bool gemm = avx512_gemm_applies(w, x);
     if (gemm || avx512_gemv_applies(w, x)) {
         const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);

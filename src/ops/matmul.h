@@ -35,4 +35,11 @@ bool matmul_reads_file_layout(const ggml_tensor * w);
 
 constexpr int64_t AVX512_GEMM_MIN_COLS = 8;
 
+// Weights stored in our kernels' panel layout (kernels/avx512_gemm.h) at load: ops::matmul then always
+// takes our GEMM (GEMV for one column) for them. panel_layout_takes: whether W (a host tensor in the
+// file layout) can be; to_panel_layout converts its data in place on N_THREADS threads and marks it.
+bool in_panel_layout(const ggml_tensor * w);
+bool panel_layout_takes(const ggml_tensor * w);
+void to_panel_layout(ggml_tensor * w, int n_threads);
+
 } // namespace transcribe
