@@ -4,6 +4,7 @@
 // so the results agree to F32 rounding, which grows with K: the bound below is 1e-5 of the largest |y|
 // (measured: up to 6.3e-7 for Q8_0 and 1.4e-6 for Q4_K, 2.1e-6 for BF16 at K = 6144). A wrong layout,
 // scale or correction term is off by the size of y itself.
+#include "ops/embed.h"
 #include "ops/matmul.h"
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
@@ -241,3 +242,43 @@ TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_weights_of_our_types_with_a_
     ggml_backend_buffer_free(bbuf);
     ggml_free(bctx);
 }
+
+// ---- The panel layout (Q8_0 weights stored at load the way the GEMM unpacks them) ----
+
+namespace {
+class PanelLayout : public ::testing::TestWithParam<Shape> {};
+} // namespace
+
+// ops::matmul over a copy of W converted to the panel layout against ggml_mul_mat over W as the file
+// has it, for one column (the panel GEMV), column tails and the decode batches; and the rows ops::embed
+// reads from it against ggml_get_rows: the same values exactly (d * q either way).
+TEST_P(PanelLayout, Products_and_rows_match_the_file_layout) {
+    const Shape s = GetParam();
+    Operands o(s, uint32_t(s.K * 13 + s.M * 5 + s.N));
+    ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+    ggml_context * pctx = ggml_init(p);
+    ggml_tensor * panels = ggml_new_tensor_2d(pctx, s.type, s.K, s.M);
+    ggml_tensor * ids    = ggml_new_tensor_1d(pctx, GGML_TYPE_I32, 5);
+    ggml_backend_buffer_t pbuf = ggml_backend_alloc_ctx_tensors(pctx, o.cpu);
+    ggml_backend_tensor_copy(o.w, panels);
+    if (!panel_layout_takes(panels)) {
+        ggml_backend_buffer_free(pbuf);
+        ggml_free(pctx);
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    to_panel_layout(panels, s.threads);
+    ASSERT_TRUE(in_panel_layout(panels));
+    o.expect_matches_mul_mat(s, [&](ggml_context * c) { return ops::matmul(c, panels, o.x); });
+    const int32_t rows[5] = {0, int32_t(s.M - 1), 17 % int32_t(s.M), int32_t(s.M / 2), 31 % int32_t(s.M)};
+    ggml_backend_tensor_set(ids, rows, 0, sizeof(rows));
+    const std::vector<float> want = o.compute([&](ggml_context * c) { return ggml_get_rows(c, o.w, ids); });
+    const std::vector<float> got  = o.compute([&](ggml_context * c) { return ops::embed(c, panels, ids); });
+    EXPECT_EQ(got, want);
+    ggml_backend_buffer_free(pbuf);
+    ggml_free(pctx);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PanelLayout,
+                         ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 96, 1, 2}, Shape {Q8, 256, 64, 3, 2},
+                                           Shape {Q8, 2048, 1024, 8, 2}, Shape {Q8, 128, 160, 6, 3},
+                                           Shape {Q8, 6144, 64, 1, 2}, Shape {Q8, 1024, 256, 33, 2}));

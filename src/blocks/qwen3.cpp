@@ -40,7 +40,7 @@ Qwen3HParams Qwen3HParams::from_file(const ModelFile & f) {
 
 Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p, const std::string & embd_name) : hp_(hp) {
     const int64_t h = hp.hidden, q_dim = int64_t(hp.n_heads) * hp.head_dim, kv_dim = int64_t(hp.n_kv_heads) * hp.head_dim;
-    tok_embd_ = f.tensor(embd_name, {h, hp.vocab});
+    tok_embd_ = f.embedding_weight(embd_name, {h, hp.vocab});
     out_norm_ = f.tensor(p + ".output_norm.weight", {h}, F32);
     layers_.resize(size_t(hp.n_layers));
     for (int i = 0; i < hp.n_layers; ++i) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/backend.h"
+#include "ops/embed.h"
 #include "ops/matmul.h"
 #include "core/model_file.h"
 
@@ -48,7 +49,7 @@ public:
     };
     // Returns the final-normed hidden states of the last n_out columns (0: all T).
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, const Attend & at, int64_t n_out = 0) const;
-    ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ggml_get_rows(ctx, tok_embd_, ids); }
+    ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ops::embed(ctx, tok_embd_, ids); }
     ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, tok_embd_, h); }
 
 private:

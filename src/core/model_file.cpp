@@ -233,6 +233,13 @@ ggml_tensor * ModelFile::matmul_weight(const std::string & name, std::initialize
     return t;
 }
 
+ggml_tensor * ModelFile::embedding_weight(const std::string & name, std::initializer_list<int64_t> ne,
+                                          std::initializer_list<ggml_type> types) const {
+    ggml_tensor * t = tensor(name, ne, types);
+    embeddings_.insert(t);
+    return t;
+}
+
 size_t ModelFile::tensor_file_offset(const ggml_tensor * t) const {
     return gguf_get_data_offset(gguf_) + gguf_get_tensor_offset(gguf_, gguf_find_tensor(gguf_, ggml_get_name(t)));
 }
@@ -448,7 +455,7 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
         size_t n = 0, bytes = 0;
         const int threads = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
         for (const HostPlacement & h : host) {
-            if (matmul_only_.count(h.tensor) && panel_layout_takes(h.tensor)) {
+            if ((matmul_only_.count(h.tensor) || embeddings_.count(h.tensor)) && panel_layout_takes(h.tensor)) {
                 to_panel_layout(h.tensor, threads);
                 ++n;
                 bytes += ggml_nbytes(h.tensor);

@@ -60,6 +60,10 @@ public:
     // activations: such weights may be stored in a layout that only matmul kernels read.
     ggml_tensor * matmul_weight(const std::string & name, std::initializer_list<int64_t> ne,
                                 std::initializer_list<ggml_type> types = {}) const;
+    // tensor(), for a token embedding the family reads only through ops::matmul (a tied output head)
+    // and ops::embed: it may be stored in our kernels' panel layout (not in ggml's repack buffers).
+    ggml_tensor * embedding_weight(const std::string & name, std::initializer_list<int64_t> ne,
+                                   std::initializer_list<ggml_type> types = {}) const;
 
     // Puts every tensor's data on `device`, after the family has looked them all up.
     void load_weights(ggml_backend_dev_t device);
@@ -105,6 +109,7 @@ private:
     size_t                  repacked_bytes_ = 0;
     // Declared through matmul_weight(); lookups are const, this only records how the family uses them.
     mutable std::set<const ggml_tensor *> matmul_only_;
+    mutable std::set<const ggml_tensor *> embeddings_; // declared through embedding_weight()
 };
 
 } // namespace transcribe

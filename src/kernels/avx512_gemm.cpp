@@ -793,6 +793,26 @@ void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint
     }
 }
 
+AVX512_TARGET void avx512_panel_rows(const void * w, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth) {
+    using Kn = Q8_0Kernel;
+    const int64_t nb = K / Kn::BLOCK;
+    for (int64_t i = ith; i < n; i += nth) {
+        const int64_t   row  = ids[i], half = row % PANEL_ROWS / 16, lane = row % 16;
+        const uint8_t * base = static_cast<const uint8_t *>(w) + size_t(row / PANEL_ROWS) * size_t(nb) * Kn::STORED_BLOCK;
+        float *         dst  = out + size_t(i) * size_t(K);
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t * blk = base + size_t(b) * Kn::STORED_BLOCK;
+            const float     d   = half_to_float(blk + Kn::PANEL_BLOCK + 2 * (row % PANEL_ROWS));
+            for (int g = 0; g < Kn::BLOCK / 4; ++g) {
+                const uint8_t * q = blk + (size_t(g) * 2 + size_t(half)) * 64 + size_t(lane) * 4;
+                for (int j = 0; j < 4; ++j) {
+                    dst[b * Kn::BLOCK + 4 * g + j] = d * float(int8_t(q[j] ^ 0x80));
+                }
+            }
+        }
+    }
+}
+
 void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
     using Kn = Q8_0Kernel;
     const int64_t nb = g.K / Kn::BLOCK;
@@ -827,6 +847,7 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
 bool avx512_panel_layout_takes(ggml_type, int64_t, int64_t) { return false; }
 void avx512_to_panel_layout(void *, int64_t, int64_t, int64_t, uint8_t *) {}
 void avx512_panel_gemv(const Avx512GemvArgs &, int, int) {}
+void avx512_panel_rows(const void *, int64_t, const int32_t *, int64_t, float *, int, int) {}
 bool avx512_gemm_handles(ggml_type) { return false; }
 int64_t avx512_gemm_aux_ints(ggml_type, int64_t) { return 0; }
 void avx512_gemm_prepare(const Avx512GemmArgs &, int, int) {}

@@ -63,6 +63,9 @@ bool avx512_panel_layout_takes(ggml_type type, int64_t K, int64_t M);
 // Converts panels [p0, p1) (rows 32 p0 .. 32 p1) of the Q8_0 weights at DATA, in place; SCRATCH holds
 // one panel's bytes (32 rows of K values).
 void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch);
+// Rows IDS[0..n) of Q8_0 weights in the panel layout, dequantized as ggml's get_rows does (d * q), into
+// OUT (n rows of K floats); thread ITH of NTH does its share of the rows.
+void avx512_panel_rows(const void * w, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth);
 // A GEMV over weights in the panel layout (A.type Q8_0; x quantized by each thread, as avx512_gemv).
 void avx512_panel_gemv(const Avx512GemvArgs & a, int ith, int nth);
 
