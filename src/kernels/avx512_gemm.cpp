@@ -815,10 +815,10 @@ AVX512_TARGET void avx512_panel_rows(const void * w, int64_t K, const int32_t * 
 
 void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
     using Kn = Q8_0Kernel;
-    const int64_t nb = g.K / Kn::BLOCK;
-    alignas(64) uint8_t x_blocks[AVX512_PANEL_MAX_K / QK8_0 * Q8_0_BYTES];
-    alignas(64) int32_t aux[AVX512_PANEL_MAX_K / QK8_0 * (Kn::SUMS + 1)];
-    ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x, x_blocks, g.K);
+    const int64_t nb = g.K / Kn::BLOCK, N = std::min(g.N, AVX512_PANEL_SMALL_N);
+    // On this thread's stack: a failed allocation could not be reported from inside a ggml op.
+    alignas(64) uint8_t x_blocks[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * Q8_0_BYTES];
+    alignas(64) int32_t aux[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * (Kn::SUMS + 1)];
     Avx512GemmArgs a;
     a.type         = GGML_TYPE_Q8_0;
     a.panels       = true;
@@ -830,16 +830,14 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
     a.y            = g.y;
     a.K            = g.K;
     a.M            = g.M;
-    a.N            = 1;
+    a.N            = N;
     a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
-    a.y_row_floats = size_t(g.M);
-    Kn::prepare_rows(a, 0, 1);
-    // A contiguous share of the panels each: one stream of bytes per thread.
-    const int64_t panels = g.M / PANEL_ROWS, p0 = panels * ith / nth, p1 = panels * (ith + 1) / nth;
-    for (int64_t p = p0; p < p1; ++p) {
-        Kn::tile<1, true>(a, static_cast<const uint8_t *>(g.w) + size_t(p) * size_t(nb) * Kn::STORED_BLOCK, nullptr,
-                          p * PANEL_ROWS, 0, 0, nb, false);
+    a.y_row_floats = N > 1 ? g.y_row_floats : size_t(g.M);
+    for (int64_t n = 0; n < N; ++n) {
+        ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_blocks + size_t(n) * a.x_row_bytes, g.K);
     }
+    Kn::prepare_rows(a, 0, N);
+    gemm_stored_q8_0(a, ith, nth);
 }
 
 #else

@@ -66,7 +66,9 @@ void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint
 // Rows IDS[0..n) of Q8_0 weights in the panel layout, dequantized as ggml's get_rows does (d * q), into
 // OUT (n rows of K floats); thread ITH of NTH does its share of the rows.
 void avx512_panel_rows(const void * w, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth);
-// A GEMV over weights in the panel layout (A.type Q8_0; x quantized by each thread, as avx512_gemv).
+// Products of weights in the panel layout with up to AVX512_PANEL_SMALL_N columns of F32 x (decode:
+// a column per sequence), each thread quantizing x itself (as avx512_gemv): one op, no passes before it.
+constexpr int64_t AVX512_PANEL_SMALL_N = 8;
 void avx512_panel_gemv(const Avx512GemvArgs & a, int ith, int nth);
 
 } // namespace transcribe

@@ -31,6 +31,10 @@ struct Avx512GemvArgs {
     const float * bias = nullptr;
     float *       y;
     int64_t       K, M;
+    // More than one column: only over weights in the panel layout (avx512_panel_gemv, up to
+    // AVX512_PANEL_SMALL_N), rows of x and y this many floats apart.
+    int64_t       N = 1;
+    size_t        x_row_floats = 0, y_row_floats = 0;
 };
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth);
 

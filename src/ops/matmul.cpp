@@ -80,6 +80,9 @@ void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
     a.y           = static_cast<float *>(dst->data);
     a.K           = w->ne[0];
     a.M           = w->ne[1];
+    a.N            = dst->src[0]->ne[1];
+    a.x_row_floats = dst->src[0]->nb[1] / sizeof(float);
+    a.y_row_floats = dst->nb[1] / sizeof(float);
     if (in_panel_layout(w)) {
         avx512_panel_gemv(a, ith, nth);
     } else {
@@ -144,7 +147,7 @@ void to_panel_layout(ggml_tensor * w, int n_threads) {
 
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     ggml_tensor * args[2] = {x, b};
-    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], 1, 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);
     ggml_format_name(y, "avx512_gemv %s", ggml_type_name(w->type));
     return y;
 }
@@ -174,8 +177,8 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
         x2 = ggml_is_contiguous(x2) ? x2 : ggml_cont(ctx, x2);
         x2 = ggml_reshape_2d(ctx, x2, x->ne[0], cols);
         const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
-        ggml_tensor * y = cols == 1 ? avx512_gemv_op(ctx, w, x2, fuse_bias ? b : nullptr)
-                                    : avx512_gemm_op(ctx, w, x2, fuse_bias ? b : nullptr);
+        ggml_tensor * y = cols <= AVX512_PANEL_SMALL_N ? avx512_gemv_op(ctx, w, x2, fuse_bias ? b : nullptr)
+                                                       : avx512_gemm_op(ctx, w, x2, fuse_bias ? b : nullptr);
         y = b && !fuse_bias ? ggml_add(ctx, y, b) : y;
         return ggml_reshape_4d(ctx, y, w->ne[1], x->ne[1], x->ne[2], x->ne[3]);
     }

@@ -24,7 +24,8 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
 // Whether ops::matmul() would take the kernel for these operands.
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
 
-// One activation column (decode): our GEMV (kernels/avx512_gemv.h), which quantizes X itself, where
+// One activation column (decode; over weights in the panel layout up to AVX512_PANEL_SMALL_N columns,
+// a column per sequence): our GEMV (kernels/avx512_gemv.h), which quantizes X itself, where
 // it has a kernel for W's type; the op and the test.
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x);
