@@ -16,6 +16,26 @@ constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 constexpr int KV_PAD = 256; // decode graphs exist per multiple of this many cache rows
 const ggml_fp16_t kMaskOpen   = ggml_fp32_to_fp16(0.0f);
 const ggml_fp16_t kMaskClosed = ggml_fp32_to_fp16(-INFINITY);
+
+// The inputs a graph of T columns attends with (positions, cache rows, mask over n_kv rows), over these caches.
+Qwen3::Attend attend_inputs(Graph & g, int64_t T, int64_t n_kv, const std::vector<ggml_tensor *> & k_cache,
+                            const std::vector<ggml_tensor *> & v_cache, bool decode) {
+    Qwen3::Attend at;
+    at.pos     = g.input("pos", GGML_TYPE_I32, T);
+    at.kv_idx  = g.input("kv_idx", GGML_TYPE_I64, T);
+    at.mask    = g.input("mask", GGML_TYPE_F16, n_kv, T);
+    at.k_cache = &k_cache;
+    at.v_cache = &v_cache;
+    at.n_kv    = n_kv;
+    at.decode  = decode;
+    return at;
+}
+
+// The logits and their argmax (which stays on the device) as the graph's outputs.
+void output_logits(Graph & g, ggml_tensor * logits) {
+    g.output(logits, "logits");
+    g.output(ggml_argmax(g.ctx(), logits), "argmax");
+}
 } // namespace
 
 Qwen3HParams Qwen3HParams::from_file(const ModelFile & f) {
@@ -202,16 +222,8 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
                 to->push_back(ggml_view_2d(ctx, from, from->ne[0], n_ctx_, from->nb[1], size_t(seq) * size_t(n_ctx_) * from->nb[1]));
             }
         }
-        Qwen3::Attend at;
-        at.pos     = g->input("pos", GGML_TYPE_I32, T);
-        at.kv_idx  = g->input("kv_idx", GGML_TYPE_I64, T);
-        at.mask    = g->input("mask", GGML_TYPE_F16, T, T);
-        at.k_cache = &k_seq;
-        at.v_cache = &v_seq;
-        at.n_kv    = T;
-        ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1));
-        g->output(lg, "logits");
-        g->output(ggml_argmax(ctx, lg), "argmax");
+        const Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
+        output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1)));
         slot = std::move(g);
     }
     Graph & g = *slot;
@@ -266,17 +278,8 @@ Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {
     auto g = std::make_unique<Graph>(16384, "decode");
     ggml_context * ctx = g->ctx();
     ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, n_batch));
-    Qwen3::Attend at;
-    at.pos     = g->input("pos", GGML_TYPE_I32, n_batch);
-    at.kv_idx  = g->input("kv_idx", GGML_TYPE_I64, n_batch);
-    at.mask    = g->input("mask", GGML_TYPE_F16, n_kv, n_batch);
-    at.k_cache = &k_cache_;
-    at.v_cache = &v_cache_;
-    at.n_kv    = n_kv;
-    at.decode  = true;
-    ggml_tensor * lg = lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at));
-    g->output(lg, "logits");
-    g->output(ggml_argmax(ctx, lg), "argmax");
+    const Qwen3::Attend at = attend_inputs(*g, n_batch, n_kv, k_cache_, v_cache_, true);
+    output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at)));
     slot = std::move(g);
     return *slot;
 }

@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,12 +20,10 @@ using namespace transcribe_server;
 
 namespace {
 
-httplib::Server * g_server = nullptr;
-void on_signal(int) {
-    if (g_server) {
-        g_server->stop();
-    }
-}
+// Set by SIGINT / SIGTERM. The server is stopped from a thread of its own: httplib's stop() does
+// nothing before the listening loop has started, so a signal that comes early must be acted on again.
+std::atomic<bool> g_stop {false};
+void on_signal(int) { g_stop = true; }
 
 } // namespace
 
@@ -97,7 +96,6 @@ int main(int argc, char ** argv) {
     }
 
     httplib::Server svr;
-    g_server = &svr;
     // HTTP workers for the running and the waiting requests, plus plenty for health checks, 503s and
     // clients too slow to finish their request (each is cut off by the read limits, meanwhile it holds
     // a thread, not the server).
@@ -131,7 +129,18 @@ int main(int argc, char ** argv) {
     std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel%s, queue %d)\n", host.c_str(), bound,
                 st.info.name, parallel, st.pool->batched() ? " decoded together" : "", queue);
     std::fflush(stdout);
+    std::atomic<bool> listening_done {false};
+    std::thread stopper([&] {
+        while (!listening_done) {
+            if (g_stop) {
+                svr.stop();
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    });
     svr.listen_after_bind();
+    listening_done = true;
+    stopper.join();
     std::printf("transcribe-server: stopped after %ld transcriptions (%ld aborted by clients)\n", st.served.load(),
                 st.aborted.load());
     st.pool.reset();
