@@ -2,6 +2,8 @@
 
 #include "placement.h"
 
+#include "core/parallel.h"
+
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
 
@@ -9,7 +11,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 namespace transcribe {
@@ -132,16 +133,11 @@ bool panel_layout_takes(const ggml_tensor * w) {
 void to_panel_layout(ggml_tensor * w, int n_threads) {
     const int64_t panels = w->ne[1] / 32;
     const size_t  panel_bytes = ggml_row_size(w->type, w->ne[0]) * 32;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < n_threads; ++t) {
-        threads.emplace_back([=] {
-            std::vector<uint8_t> scratch(panel_bytes);
-            avx512_to_panel_layout(w->data, w->ne[0], panels * t / n_threads, panels * (t + 1) / n_threads, scratch.data());
-        });
-    }
-    for (std::thread & t : threads) {
-        t.join();
-    }
+    std::vector<uint8_t> scratch(panel_bytes * size_t(n_threads)); // before the threads: they allocate nothing
+    parallel_for(n_threads, [&](int t) {
+        avx512_to_panel_layout(w->data, w->ne[0], panels * t / n_threads, panels * (t + 1) / n_threads,
+                               scratch.data() + panel_bytes * size_t(t));
+    });
     w->extra = const_cast<char *>(&kPanelLayout);
 }
 
