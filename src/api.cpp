@@ -216,29 +216,38 @@ transcribe_status result_status(const transcribe_result & r, const RunRequest & 
     return TRANSCRIBE_OK;
 }
 
+// How a recording is cut: by the VAD's speech regions when one is asked for (run by VAD on this thread,
+// its time into VAD_MS; ABORT stops it), else at pauses into pieces of the window.
+PiecePlan recording_plan(transcribe_session * s, SileroVadSession * vad, const float * pcm, size_t n,
+                         const RunRequest & req, double & vad_ms, const std::function<bool()> & abort) {
+    const ModelInfo & info = s->model->impl->info();
+    const size_t window = window_samples(info, req);
+    if (!req.vad) {
+        return plan_pieces(pcm, n, info.sample_rate, window);
+    }
+    return plan_speech(s->model->impl->tokenizer(), pcm, speech_plan(*vad, pcm, n, info, req, window, vad_ms, abort),
+                       info.sample_rate);
+}
+
 transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req,
                           transcribe_result ** out) {
     const RunOptions o = run_options(s, pcm, n, req);
-    const ModelInfo & info = s->model->impl->info();
-    const size_t window = window_samples(info, req);
+    if (req.vad && s->vad_serial != req.vad->serial) {
+        s->vad.reset();
+        s->vad        = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
+        s->vad_serial = req.vad->serial;
+    }
+    const SessionOptions & so = s->options;
+    double vad_ms = 0;
+    const PiecePlan plan = recording_plan(s, s->vad.get(), pcm, n, req, vad_ms, [&] {
+        return (so.abort_callback && so.abort_callback(so.abort_user_data)) || (o.cancelled && o.cancelled());
+    });
     auto r = std::make_unique<transcribe_result>();
+    r->transcript = transcribe_plan(*s->impl, plan, o);
     if (req.vad) {
-        if (s->vad_serial != req.vad->serial) {
-            s->vad.reset();
-            s->vad        = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
-            s->vad_serial = req.vad->serial;
-        }
-        const SessionOptions & so = s->options;
-        double vad_ms = 0;
-        const std::vector<SpeechPiece> pieces = speech_plan(*s->vad, pcm, n, info, req, window, vad_ms, [&] {
-            return (so.abort_callback && so.abort_callback(so.abort_user_data)) || (o.cancelled && o.cancelled());
-        });
-        r->transcript = transcribe_speech(*s->impl, s->model->impl->tokenizer(), pcm, pieces, info.sample_rate, o);
         Timings t = s->impl->timings();
         t.vad_ms  = vad_ms;
         s->impl->set_timings(t);
-    } else {
-        r->transcript = transcribe_pieces(*s->impl, pcm, n, info.sample_rate, window, o);
     }
     *out = r.release();
     return result_status(**out, req);
@@ -563,33 +572,13 @@ transcribe_status transcribe_batcher_run(transcribe_batcher * batcher, const flo
         *out_result = nullptr;
         transcribe_session * s = batcher->session;
         const RunRequest req = run_request(params);
-        const RunOptions o = run_options(s, pcm, n_samples, req);
-        const ModelInfo & info = s->model->impl->info();
-        const size_t window = window_samples(info, req);
         Batcher::Recording rec;
-        rec.options = o;
-        std::vector<SpeechPiece> speech;
-        std::vector<AudioSpan>   pieces;
-        if (req.vad) {
-            // This caller's own VAD session: the VAD runs on the calling thread, beside the batch.
-            SileroVadSession vad(*req.vad->impl, 1);
-            double vad_ms = 0;
-            speech = speech_plan(vad, pcm, n_samples, info, req, window, vad_ms, [&] { return o.cancelled && o.cancelled(); });
-            rec.n_pieces = speech.size();
-            rec.audio_of = [&](size_t i, std::vector<float> & storage) { return speech_audio(pcm, speech[i], storage); };
-            rec.join     = [&](std::vector<Transcript> results) {
-                return join_speech(s->model->impl->tokenizer(), speech, std::move(results), info.sample_rate);
-            };
-        } else {
-            pieces       = split_at_pauses(pcm, n_samples, info.sample_rate, window);
-            rec.n_pieces = pieces.size();
-            rec.audio_of = [&](size_t i, std::vector<float> &) {
-                return std::pair<const float *, size_t> {pcm + pieces[i].begin, pieces[i].end - pieces[i].begin};
-            };
-            rec.join = [&](std::vector<Transcript> results) {
-                return join_pieces(pcm, pieces, std::move(results), info.sample_rate);
-            };
-        }
+        rec.options = run_options(s, pcm, n_samples, req);
+        // With a VAD, this caller's own VAD session: it runs on the calling thread, beside the batch.
+        std::unique_ptr<SileroVadSession> vad = req.vad ? std::make_unique<SileroVadSession>(*req.vad->impl, 1) : nullptr;
+        double vad_ms = 0;
+        rec.plan = recording_plan(s, vad.get(), pcm, n_samples, req, vad_ms,
+                                  [&] { return rec.options.cancelled && rec.options.cancelled(); });
         auto r = std::make_unique<transcribe_result>();
         r->transcript = batcher->impl->run(std::move(rec));
         *out_result = r.release();

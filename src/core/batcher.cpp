@@ -19,14 +19,14 @@ Batcher::~Batcher() {
 
 Transcript Batcher::run(Recording recording) {
     Request r;
-    r.results.resize(recording.n_pieces);
+    r.results.resize(recording.plan.n_pieces);
     r.recording = std::move(recording);
     std::unique_lock<std::mutex> lock(mutex_);
     if (stop_) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "the batcher is being freed");
     }
-    if (r.recording.n_pieces == 0) {
-        r.out = r.recording.join({});
+    if (r.recording.plan.n_pieces == 0) {
+        r.out = r.recording.plan.join({});
         return std::move(r.out);
     }
     waiting_.push_back(&r);
@@ -90,11 +90,11 @@ bool Batcher::next_piece(BatchJob & job) {
     piece.request = &r;
     piece.index   = r.given++;
     ++r.running;
-    const auto [x, n] = r.recording.audio_of(piece.index, piece.storage);
+    const auto [x, n] = r.recording.plan.audio_of(piece.index, piece.storage);
     job.pcm       = x;
     job.n_samples = n;
     job.options   = r.recording.options;
-    if (r.given == r.recording.n_pieces) {
+    if (r.given == r.recording.plan.n_pieces) {
         waiting_.erase(it);
     }
     return true;
@@ -121,13 +121,13 @@ void Batcher::piece_done(size_t id, Transcript * t, std::exception_ptr error) {
 
 // Completes R once nothing of it runs and nothing more will be given.
 void Batcher::finish(Request & r) {
-    if (r.finished || r.running > 0 || (!r.error && r.given < r.recording.n_pieces)) {
+    if (r.finished || r.running > 0 || (!r.error && r.given < r.recording.plan.n_pieces)) {
         return;
     }
     waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), &r), waiting_.end());
     if (!r.error) {
         try {
-            r.out = r.recording.join(std::move(r.results));
+            r.out = r.recording.plan.join(std::move(r.results));
         } catch (...) {
             r.error = std::current_exception();
         }

@@ -24,14 +24,11 @@ public:
     Batcher(const Batcher &) = delete;
     Batcher & operator=(const Batcher &) = delete;
 
-    // The pieces of one recording and how their transcripts (in piece order) join into its own.
-    // audio_of, join and options.on_token are called on the batcher's thread; with on_token the pieces
-    // go one at a time, so tokens arrive in order.
+    // A recording's pieces (plan.audio_of and plan.join run on the batcher's thread, as does
+    // options.on_token: with it the pieces go one at a time, so tokens arrive in order).
     struct Recording {
-        size_t                                             n_pieces = 0;
-        PieceAudio                                         audio_of;
-        std::function<Transcript(std::vector<Transcript>)> join;
-        RunOptions                                         options;
+        PiecePlan  plan;
+        RunOptions options;
     };
     // Throws the first error of its pieces (ABORTED alone where options.cancelled said so).
     Transcript run(Recording recording);
@@ -45,7 +42,7 @@ private:
         bool                    finished = false;
         Transcript              out;
         bool can_give() const {
-            return !error && given < recording.n_pieces && !(recording.options.on_token && running > 0);
+            return !error && given < recording.plan.n_pieces && !(recording.options.on_token && running > 0);
         }
     };
     struct Piece {

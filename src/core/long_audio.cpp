@@ -122,8 +122,8 @@ template <typename Map> void append_timed(Transcript & out, Transcript & t, Map 
 
 } // namespace
 
-std::vector<Transcript> run_pieces(Session & session, const RunOptions & options, size_t n_pieces,
-                                   const PieceAudio & audio_of) {
+Transcript transcribe_plan(Session & session, const PiecePlan & plan, const RunOptions & options) {
+    const size_t n_pieces = plan.n_pieces;
     std::vector<Transcript> out(n_pieces);
     std::map<size_t, std::vector<float>> storage; // of the pieces running
     std::exception_ptr first_error;
@@ -134,7 +134,7 @@ std::vector<Transcript> run_pieces(Session & session, const RunOptions & options
             if (given == n_pieces || first_error || (in_order && running > 0)) {
                 return false;
             }
-            const auto [x, n] = audio_of(given, storage[given]);
+            const auto [x, n] = plan.audio_of(given, storage[given]);
             job.pcm       = x;
             job.n_samples = n;
             job.options   = options;
@@ -157,17 +157,15 @@ std::vector<Transcript> run_pieces(Session & session, const RunOptions & options
     if (first_error) {
         std::rethrow_exception(first_error);
     }
-    return out;
+    return plan.join(std::move(out));
 }
 
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options) {
-    const std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
-    return join_pieces(x, pieces, run_pieces(session, options, pieces.size(), [&](size_t i, std::vector<float> &) {
-                           return std::pair<const float *, size_t> {x + pieces[i].begin, pieces[i].end - pieces[i].begin};
-                       }),
-                       sample_rate);
+    return transcribe_plan(session, plan_pieces(x, n, sample_rate, window_samples), options);
 }
+
+namespace {
 
 Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, std::vector<Transcript> results,
                        int sample_rate) {
@@ -192,6 +190,21 @@ Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, s
                                         std::move(t.text), std::move(t.tokens), {}, t.truncated});
     }
     return out;
+}
+
+} // namespace
+
+PiecePlan plan_pieces(const float * x, size_t n, int sample_rate, size_t window_samples) {
+    std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
+    PiecePlan plan;
+    plan.n_pieces = pieces.size();
+    plan.audio_of = [x, pieces](size_t i, std::vector<float> &) {
+        return std::pair<const float *, size_t> {x + pieces[i].begin, pieces[i].end - pieces[i].begin};
+    };
+    plan.join = [x, pieces, sample_rate](std::vector<Transcript> results) {
+        return join_pieces(x, pieces, std::move(results), sample_rate);
+    };
+    return plan;
 }
 
 std::vector<SpeechPiece> plan_speech_pieces(const std::vector<AudioSpan> & regions, const std::vector<float> & probs,
@@ -318,22 +331,12 @@ std::vector<Segment> speech_segments(const Transcript & piece, const std::vector
     return out;
 }
 
-std::pair<const float *, size_t> speech_audio(const float * x, const SpeechPiece & piece, std::vector<float> & storage) {
-    storage.clear();
-    for (const AudioSpan & r : piece.regions) {
-        storage.insert(storage.end(), x + r.begin, x + r.end);
-    }
-    return {storage.data(), storage.size()};
-}
-
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options) {
-    return join_speech(tokenizer, pieces,
-                       run_pieces(session, options, pieces.size(),
-                                  [&](size_t i, std::vector<float> & storage) { return speech_audio(x, pieces[i], storage); }),
-                       sample_rate);
+    return transcribe_plan(session, plan_speech(tokenizer, x, pieces, sample_rate), options);
 }
 
+namespace {
 Transcript join_speech(const Tokenizer & tokenizer, const std::vector<SpeechPiece> & pieces, std::vector<Transcript> results,
                        int sample_rate) {
     Transcript out;
@@ -363,6 +366,24 @@ Transcript join_speech(const Tokenizer & tokenizer, const std::vector<SpeechPiec
         out.segments.insert(out.segments.end(), std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));
     }
     return out;
+}
+
+} // namespace
+
+PiecePlan plan_speech(const Tokenizer & tokenizer, const float * x, std::vector<SpeechPiece> pieces, int sample_rate) {
+    PiecePlan plan;
+    plan.n_pieces = pieces.size();
+    plan.audio_of = [x, pieces](size_t i, std::vector<float> & storage) {
+        storage.clear();
+        for (const AudioSpan & r : pieces[i].regions) {
+            storage.insert(storage.end(), x + r.begin, x + r.end);
+        }
+        return std::pair<const float *, size_t> {storage.data(), storage.size()};
+    };
+    plan.join = [&tokenizer, pieces, sample_rate](std::vector<Transcript> results) {
+        return join_speech(tokenizer, pieces, std::move(results), sample_rate);
+    };
+    return plan;
 }
 
 } // namespace transcribe

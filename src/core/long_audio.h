@@ -20,21 +20,29 @@ std::vector<AudioSpan> split_at_pauses(const float * x, size_t n, int sample_rat
 // The span of `piece` without leading and trailing silence (frames 35 dB below the piece's loudest).
 AudioSpan trim_silence(const float * x, AudioSpan piece, int sample_rate);
 
-// Runs `session` on each piece of at most window_samples and joins the results: one segment per
-// piece, times in the original audio, truncation reported per segment and overall.
-Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
-                             const RunOptions & options);
-// What transcribe_pieces makes of the pieces' transcripts (in piece order).
-Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, std::vector<Transcript> results,
-                       int sample_rate);
-
 // Piece i's samples: a span of the recording, or made into STORAGE (kept while the piece runs).
 using PieceAudio = std::function<std::pair<const float *, size_t>(size_t i, std::vector<float> & storage)>;
-// Every piece's transcript, in piece order, from the session's run_batch: pieces decoded together as far
-// as it batches, but one at a time when tokens stream out (they must arrive in order). The first piece
-// to fail fails the recording.
-std::vector<Transcript> run_pieces(Session & session, const RunOptions & options, size_t n_pieces,
-                                   const PieceAudio & audio_of);
+
+// A recording cut into pieces: how many, each one's samples, and how their transcripts (in piece order)
+// join into the recording's. The recording's samples (and the tokenizer) must outlive it.
+struct PiecePlan {
+    size_t                                             n_pieces = 0;
+    PieceAudio                                         audio_of;
+    std::function<Transcript(std::vector<Transcript>)> join;
+};
+
+// Pieces of at most window_samples cut at pauses, joined as one segment per piece, times in the
+// original audio, truncation reported per segment and overall.
+PiecePlan plan_pieces(const float * x, size_t n, int sample_rate, size_t window_samples);
+
+// Runs the plan's pieces through the session's run_batch, decoded together as far as it batches but one
+// at a time when tokens stream out (they must arrive in order), and joins them. The first piece to fail
+// fails the recording.
+Transcript transcribe_plan(Session & session, const PiecePlan & plan, const RunOptions & options);
+
+// transcribe_plan(plan_pieces(...)).
+Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
+                             const RunOptions & options);
 
 // What the model hears of a recording when a VAD found its speech: speech regions, back to back (the
 // silence between them cut out, as faster-whisper's VAD filter does).
@@ -59,14 +67,12 @@ constexpr int kCueMs    = 7000;
 std::vector<Segment> speech_segments(const Transcript & piece, const std::vector<AudioSpan> & regions,
                                      const Tokenizer & tokenizer, int sample_rate);
 
-// Runs `session` on each speech piece; silence between pieces is never decoded. Segments follow speech
-// (speech_segments); an empty plan gives an empty transcript.
+// The speech pieces as a plan: each piece's regions back to back (silence between pieces is never
+// decoded); segments follow speech (speech_segments); no pieces give an empty transcript.
+PiecePlan plan_speech(const Tokenizer & tokenizer, const float * x, std::vector<SpeechPiece> pieces, int sample_rate);
+
+// transcribe_plan(plan_speech(...)).
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options);
-// A speech piece's samples, its regions back to back, made into STORAGE.
-std::pair<const float *, size_t> speech_audio(const float * x, const SpeechPiece & piece, std::vector<float> & storage);
-// What transcribe_speech makes of the pieces' transcripts (in piece order).
-Transcript join_speech(const Tokenizer & tokenizer, const std::vector<SpeechPiece> & pieces, std::vector<Transcript> results,
-                       int sample_rate);
 
 } // namespace transcribe
