@@ -115,6 +115,17 @@ private:
     size_t               in_ = 0;
 };
 
+// Each frame's channels averaged (in double) into MONO.
+void downmix(const float * interleaved, size_t n_frames, int n_channels, float * mono) {
+    for (size_t i = 0; i < n_frames; ++i) {
+        double sum = 0.0;
+        for (int c = 0; c < n_channels; ++c) {
+            sum += interleaved[i * size_t(n_channels) + size_t(c)];
+        }
+        mono[i] = float(sum / n_channels);
+    }
+}
+
 std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::string & what, int target_rate,
                             size_t encoded_bytes, const AudioLimits & limits) {
     struct Closer {
@@ -154,13 +165,7 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
             break;
         }
         audio_check_finite(chunk.data(), size_t(got) * size_t(info.channels), what.c_str());
-        for (sf_count_t i = 0; i < got; ++i) {
-            double sum = 0.0;
-            for (int c = 0; c < info.channels; ++c) {
-                sum += chunk[size_t(i) * size_t(info.channels) + size_t(c)];
-            }
-            mono[size_t(i)] = float(sum / info.channels);
-        }
+        downmix(chunk.data(), size_t(got), info.channels, mono.data());
         resample.push(mono.data(), size_t(got));
         frames += size_t(got);
         if (max_frames > 0 && double(frames) > max_frames) {
@@ -236,29 +241,18 @@ std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio: sample rates must lie within %d..%d Hz (got %d -> %d)", kMinSampleRate,
              kMaxSampleRate, sample_rate, target_rate);
     }
-    std::vector<float> mono(n_frames);
-    for (size_t i = 0; i < n_frames; ++i) {
-        double sum = 0.0;
-        for (int c = 0; c < n_channels; ++c) {
-            sum += interleaved[i * size_t(n_channels) + size_t(c)];
-        }
-        mono[i] = float(sum / n_channels);
+    // Block by block through the resampler the decoders use (soxr's streaming engine, the output cut
+    // to round(n * ratio) samples as its one-shot call gives).
+    std::vector<float> out;
+    out.reserve(size_t(double(n_frames) * target_rate / sample_rate) + 16);
+    Resampler resample(sample_rate, target_rate, out);
+    std::vector<float> mono(std::min<size_t>(n_frames, 4096));
+    for (size_t at = 0; at < n_frames; at += mono.size()) {
+        const size_t n = std::min(mono.size(), n_frames - at);
+        downmix(interleaved + at * size_t(n_channels), n, n_channels, mono.data());
+        resample.push(mono.data(), n);
     }
-    if (sample_rate == target_rate) {
-        return mono;
-    }
-    const double ratio  = double(target_rate) / double(sample_rate);
-    const size_t n_out  = size_t(std::llround(double(n_frames) * ratio));
-    std::vector<float> out(n_out + 16);
-    size_t done = 0;
-    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
-    soxr_io_spec_t      io      = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-    soxr_error_t err = soxr_oneshot(sample_rate, target_rate, 1, mono.data(), n_frames, nullptr, out.data(), out.size(),
-                                    &done, &io, &quality, nullptr);
-    if (err) {
-        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", sample_rate, target_rate, err);
-    }
-    out.resize(std::min(done, n_out));
+    resample.finish();
     if (out.empty()) {
         fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: %zu samples at %d Hz are less than one sample at %d Hz", n_frames,
              sample_rate, target_rate);
