@@ -280,6 +280,15 @@ Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {
     ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, n_batch));
     const Qwen3::Attend at = attend_inputs(*g, n_batch, n_kv, k_cache_, v_cache_, true);
     output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at)));
+    // Whether any op reads the mask (ggml's flash attention), or our kernel finds each sequence's rows
+    // itself: then the graph does not depend on the cache length.
+    decode_reads_mask_ = false;
+    for (int i = 0; i < ggml_graph_n_nodes(g->graph()) && !decode_reads_mask_; ++i) {
+        const ggml_tensor * node = ggml_graph_node(g->graph(), i);
+        for (int j = 0; j < GGML_MAX_SRC; ++j) {
+            decode_reads_mask_ = decode_reads_mask_ || node->src[j] == at.mask;
+        }
+    }
     slot = std::move(g);
     return *slot;
 }
@@ -311,9 +320,10 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
         step_rows_[b] = int64_t(seq) * n_ctx_ + step_pos_[b];
         last_row      = std::max(last_row, step_rows_[b]);
     }
-    // The rows a masked attention reads: up to the last one written, padded so few graphs serve.
+    // The rows a masked attention reads: up to the last one written, padded so few graphs serve; one
+    // graph per batch size where no op reads the mask.
     const int total = n_ctx_ * n_seq_;
-    const int n_kv  = std::min(total, int(last_row / KV_PAD + 1) * KV_PAD);
+    const int n_kv  = decode_reads_mask_ ? std::min(total, int(last_row / KV_PAD + 1) * KV_PAD) : total;
     Graph &   g     = decode_graph(int(B), n_kv);
     exec_.compute(g, [&] {
         tensor_set(g.get("token"), tokens);

@@ -116,6 +116,7 @@ private:
     std::vector<ggml_tensor *> k_cache_, v_cache_;
     std::map<std::string, std::unique_ptr<Graph>>           prefill_graphs_;
     std::map<std::pair<int, int>, std::unique_ptr<Graph>>   decode_graphs_;
+    bool                       decode_reads_mask_ = true; // until the first decode graph says otherwise
     // Step inputs, reused: nothing is allocated per token once their sizes are reached.
     std::vector<int32_t>     step_pos_;
     std::vector<int64_t>     step_rows_;
