@@ -129,9 +129,8 @@ int main(int argc, char ** argv) {
     std::vector<transcribe_result *> results(static_cast<size_t>(batch));
     std::vector<transcribe_status>   statuses(static_cast<size_t>(batch));
     for (int i = 0; i < warmup + runs; ++i) {
-        const transcribe_status st = batch == 1
-            ? transcribe_run(session, audio.samples, audio.n_samples, &rp, &results[0])
-            : transcribe_run_batch(session, copies.data(), lengths.data(), batch, &rp, results.data(), statuses.data());
+        const transcribe_status st =
+            transcribe_run_batch(session, copies.data(), lengths.data(), batch, &rp, results.data(), statuses.data());
         for (transcribe_result *& r : results) {
             transcribe_result_free(r);
             r = nullptr;
