@@ -197,13 +197,15 @@ TEST_P(Avx512Gemv, Matches_ggml_mul_mat) {
     o.expect_matches_mul_mat(s, [&](ggml_context * c) { return avx512_gemv_op(c, o.w, o.x); });
 }
 
-// One block; block counts that leave 1-3 blocks past the 4 sums; rows split unevenly over threads;
+// One block; block counts that leave 1-3 blocks past the 4 sums (Q8_0) or the groups of 4 heads (Q4_K);
+// rows split unevenly over threads;
 // the model's shapes; the longest row the kernel takes.
 INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemv,
                          ::testing::Values(Shape {Q8, 32, 4, 1, 1}, Shape {Q8, 96, 36, 1, 2}, Shape {Q8, 160, 100, 1, 3},
                                            Shape {Q8, 224, 8, 1, 4}, Shape {Q8, 2048, 1024, 1, 2},
                                            Shape {Q8, 6144, 2048, 1, 2}, Shape {Q8, 16384, 12, 1, 2},
-                                           Shape {Q4K, 256, 4, 1, 1}, Shape {Q4K, 768, 36, 1, 2},
+                                           Shape {Q4K, 256, 4, 1, 1}, Shape {Q4K, 512, 20, 1, 2},
+                                           Shape {Q4K, 768, 36, 1, 2}, Shape {Q4K, 1280, 52, 1, 3},
                                            Shape {Q4K, 2048, 1024, 1, 2}, Shape {Q4K, 6144, 100, 1, 3},
                                            Shape {Q4K, 16384, 8, 1, 2}, Shape {Q6K, 256, 4, 1, 1},
                                            Shape {Q6K, 768, 36, 1, 2}, Shape {Q6K, 2048, 1024, 1, 2},

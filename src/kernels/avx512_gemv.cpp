@@ -82,72 +82,109 @@ GEMV_TARGET void q8_0_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
 }
 
 
+// VPSHUFB indices that spread 16-bit element S1 (of each 128-bit lane) over the low 256 bits' 16-bit
+// lanes and S2 over the high 256 bits', the elements' high bytes zeroed (index -1): a block's scale
+// bytes, zero-extended, in the lanes of its two sub-blocks in a 64-byte product.
+GEMV_TARGET inline __m512i spread_bytes(int s1, int s2) {
+    return _mm512_mask_blend_epi64(0xf0, _mm512_set1_epi16(short(0xff00 | s1)), _mm512_set1_epi16(short(0xff00 | s2)));
+}
+
 // Q4_K x Q8_K. A Q4_K weight is d * sc_j * q - dmin * m_j, q in 0..15, sc_j and m_j 6-bit per 32-value
 // sub-block j of a 256-value block. Per block:
 //   sum(w * x) = dx * (d * sum_j sc_j * dot_j(q, xq) - dmin * sum_j m_j * sum_j(xq))
 // with the integer sums exact: each dot_j by VPMADDUBSW (pairs, at most 2 * 15 * 128 in 16 bits), times
 // sc_j and summed into 32 bits by VPDPWSSD; the mins term from the activation's sums of 16.
+// This kernel is bound by its instruction count where the Q8_0 one is bound by memory (two threads
+// come closer to the memory's speed the fewer instructions a block takes), hence two arrangements:
+// - A 64-byte load of nibbles holds, in its low nibbles, sub-blocks 4h and 4h + 2 of the block's half h
+//   (values 128h + 0..31 and 128h + 64..95) and in its high nibbles sub-blocks 4h + 1 and 4h + 3: the
+//   activation is copied once per call into that order, so each 64 bytes of weights take two products.
+// - The block heads (d, dmin, the 12 bytes of packed scales and mins) of four blocks are unpacked
+//   together, one per 128-bit lane, and their mins terms summed in one product.
 GEMV_TARGET void q4_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
+    constexpr int64_t MAX_NB = MAX_K / QK_K, GROUP = 4;
     const int64_t nb = a.K / QK_K;
-    alignas(64) uint8_t x_blocks[MAX_K / QK_K * Q8_K_BYTES];
-    alignas(16) int16_t sub_sums[MAX_K / QK_K][8]; // per block, each 32-value sub-block's activation sum
+    alignas(64) uint8_t x_blocks[MAX_NB * Q8_K_BYTES];
+    alignas(64) int8_t  x_nibble_order[MAX_K];
+    alignas(64) int16_t sub_sums[MAX_NB + GROUP][8]; // per block, each sub-block's activation sum (0 past the row)
+    alignas(64) float   dx8[MAX_NB + GROUP][8];      // per block its activation scale, 8 times (0 past the row)
     ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(a.x, x_blocks, a.K);
+    std::memset(sub_sums[nb], 0, sizeof(sub_sums[0]) * GROUP);
+    std::memset(dx8[nb], 0, sizeof(dx8[0]) * GROUP);
     for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t * xb = x_blocks + size_t(b) * Q8_K_BYTES;
+        float dx;
+        std::memcpy(&dx, xb, sizeof(dx));
+        std::fill(dx8[b], dx8[b] + 8, dx);
         int16_t sums16[16];
-        std::memcpy(sums16, x_blocks + size_t(b) * Q8_K_BYTES + 4 + QK_K, sizeof(sums16));
+        std::memcpy(sums16, xb + 4 + QK_K, sizeof(sums16));
         for (int j = 0; j < 8; ++j) {
             sub_sums[b][j] = int16_t(sums16[2 * j] + sums16[2 * j + 1]);
         }
+        static constexpr int from[4] = {0, 64, 32, 96};
+        for (int h = 0; h < 2; ++h) {
+            for (int p = 0; p < 4; ++p) {
+                std::memcpy(x_nibble_order + b * QK_K + 128 * h + 32 * p, xb + 4 + 128 * h + from[p], 32);
+            }
+        }
     }
-    // Picks 16-bit element j of a vector into all of its lanes.
-    alignas(32) static const uint8_t pick[8][32] = {
-        {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1},
-        {2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
-        {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5},
-        {6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
-        {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9},
-        {10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
-        {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13},
-        {14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15}};
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    // The products of the low (high) nibbles of half h take scales 4h and 4h + 2 (4h + 1 and 4h + 3).
+    const __m512i spread_lo0 = spread_bytes(0, 2), spread_hi0 = spread_bytes(1, 3);
+    const __m512i spread_lo1 = spread_bytes(4, 6), spread_hi1 = spread_bytes(5, 7);
+    // ggml's unpacking of the 6-bit scales and mins, from the block head's bytes 4..15 (s0..s11): scales
+    // 0-3 and mins 0-3 are the low 6 bits of s0-3 and s4-7; scales 4-7 the low and mins 4-7 the high
+    // nibbles of s8-11, with the top 2 bits of s0-3 (scales) and s4-7 (mins) above them.
+    const __m512i pick_low  = _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i pick_high = _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+    const __m512i low_mask  = _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+    const __m512i mins_16   = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1));
+    const __m512i dmin_d    = _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 0, 1, 0, 1, 0, 1, 0, 1));
+    const __m512i mins_factor_of = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
     for (int64_t m = m0; m < m1; ++m) {
         const uint8_t * w = static_cast<const uint8_t *>(a.w) + size_t(m) * a.w_row_bytes;
-        __m256 acc = _mm256_setzero_ps();
-        __m128 acc_mins = _mm_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t * blk = w + size_t(b) * Q4_K_BYTES;
-            const uint8_t * xb  = x_blocks + size_t(b) * Q8_K_BYTES;
-            float dx;
-            std::memcpy(&dx, xb, sizeof(dx));
-            // The 12 bytes of 6-bit scales and mins as 8 scale bytes then 8 min bytes (ggml's unpacking).
-            uint32_t u[4];
-            std::memcpy(u, blk + 4, 12);
-            u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
-            const uint32_t mins_low = u[1] & 0x3f3f3f3f;
-            u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
-            u[2] = mins_low;
-            u[0] &= 0x3f3f3f3f;
-            const __m256i scales_and_mins = _mm256_cvtepu8_epi16(_mm_set_epi32(int(u[3]), int(u[2]), int(u[1]), int(u[0])));
-            const __m128i mins = _mm256_extracti128_si256(scales_and_mins, 1);
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(scales_and_mins));
-            const __m128i min_terms = _mm_madd_epi16(mins, _mm_load_si128(reinterpret_cast<const __m128i *>(sub_sums[b])));
-            acc_mins = _mm_fmadd_ps(_mm_set1_ps(dx * half_to_float(blk + 2)), _mm_cvtepi32_ps(min_terms), acc_mins);
-
-            __m256i sum = _mm256_setzero_si256();
-            for (int j = 0; j < 4; ++j) {
-                const __m256i q  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 16 + 32 * j));
-                const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb + 4 + 64 * j));
-                const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb + 4 + 64 * j + 32));
-                const __m256i pl = _mm256_maddubs_epi16(_mm256_and_si256(q, low4), xl);
-                const __m256i ph = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), xh);
-                sum = _mm256_dpwssd_epi32(sum, pl, _mm256_shuffle_epi8(scales, _mm256_load_si256(reinterpret_cast<const __m256i *>(pick[2 * j]))));
-                sum = _mm256_dpwssd_epi32(sum, ph, _mm256_shuffle_epi8(scales, _mm256_load_si256(reinterpret_cast<const __m256i *>(pick[2 * j + 1]))));
+        __m512 acc = _mm512_setzero_ps(), acc_mins = _mm512_setzero_ps();
+        for (int64_t b0 = 0; b0 < nb; b0 += GROUP) {
+            const int       n    = int(std::min(GROUP, nb - b0));
+            const uint8_t * blk0 = w + size_t(b0) * Q4_K_BYTES;
+            // Block b0 + i's head in lane i (past the row, block b0's again: its terms are multiplied by 0).
+            __m512i head = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i *>(blk0)));
+            for (int i = 1; i < GROUP; ++i) {
+                const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(blk0 + (i < n ? i : 0) * Q4_K_BYTES));
+                head = _mm512_mask_broadcast_i32x4(head, __mmask16(0xf << (4 * i)), h);
             }
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(blk)), _mm256_cvtepi32_ps(sum), acc);
+            const __m512i low = _mm512_shuffle_epi8(head, pick_low), high = _mm512_shuffle_epi8(head, pick_high);
+            const __m512i low_bits = _mm512_mask_blend_epi8(0xF000F000F000F000ull, _mm512_and_si512(low, low_mask),
+                                                           _mm512_and_si512(_mm512_srli_epi16(low, 4), low4));
+            alignas(64) uint8_t scales_mins[64]; // per block: 8 scale bytes, 8 min bytes
+            _mm512_store_si512(scales_mins, _mm512_or_si512(low_bits, _mm512_and_si512(_mm512_srli_epi16(high, 2), top2)));
+            // Per block: dmin * dx four times, then d * dx four times.
+            alignas(64) float factors[2 * 16];
+            const __m512i halves = _mm512_shuffle_epi8(head, dmin_d);
+            const __m512  f01    = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(halves)), _mm512_load_ps(dx8[b0]));
+            const __m512  f23    = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(halves, 1)), _mm512_load_ps(dx8[b0 + 2]));
+            _mm512_store_ps(factors, f01);
+            _mm512_store_ps(factors + 16, f23);
+            const __m512i min_terms = _mm512_madd_epi16(_mm512_shuffle_epi8(_mm512_load_si512(scales_mins), mins_16),
+                                                        _mm512_load_si512(sub_sums[b0]));
+            acc_mins = _mm512_fmadd_ps(_mm512_permutex2var_ps(f01, mins_factor_of, f23), _mm512_cvtepi32_ps(min_terms), acc_mins);
+            for (int i = 0; i < n; ++i) {
+                const uint8_t * q  = blk0 + size_t(i) * Q4_K_BYTES + 16;
+                const int8_t *  xr = x_nibble_order + (b0 + i) * QK_K;
+                const __m512i   sc = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(scales_mins + 16 * i)));
+                const __m512i   q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + 64);
+                const __m512i p_lo0 = _mm512_maddubs_epi16(_mm512_and_si512(q0, low4), _mm512_load_si512(xr));
+                const __m512i p_hi0 = _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(q0, 4), low4), _mm512_load_si512(xr + 64));
+                const __m512i p_lo1 = _mm512_maddubs_epi16(_mm512_and_si512(q1, low4), _mm512_load_si512(xr + 128));
+                const __m512i p_hi1 = _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(q1, 4), low4), _mm512_load_si512(xr + 192));
+                __m512i s0 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p_lo0, _mm512_shuffle_epi8(sc, spread_lo0));
+                __m512i s1 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p_hi0, _mm512_shuffle_epi8(sc, spread_hi0));
+                s0 = _mm512_dpwssd_epi32(s0, p_lo1, _mm512_shuffle_epi8(sc, spread_lo1));
+                s1 = _mm512_dpwssd_epi32(s1, p_hi1, _mm512_shuffle_epi8(sc, spread_hi1));
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(factors[8 * i + 4]), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc);
+            }
         }
-        __m128 mins_sum = _mm_add_ps(acc_mins, _mm_movehl_ps(acc_mins, acc_mins));
-        mins_sum = _mm_add_ss(mins_sum, _mm_movehdup_ps(mins_sum));
-        a.y[m] = hsum(acc) - _mm_cvtss_f32(mins_sum) + (a.bias ? a.bias[m] : 0.0f);
+        a.y[m] = _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(acc_mins) + (a.bias ? a.bias[m] : 0.0f);
     }
 }
 
@@ -219,7 +256,8 @@ bool avx512_gemv_handles(ggml_type type, int64_t K) {
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) {
     // Contiguous shares: each thread streams its own part of the matrix, a row at a time, which the
     // hardware prefetcher follows (4 rows at a time, sharing the activation loads, ran at memory speed
-    // from cache but 25 % slower from memory).
+    // from cache but 25 % slower from memory; shares cut into chunks that threads claim as they go, or
+    // shares sized by each thread's measured speed, ran no faster: see bench/RESULTS.md).
     const int64_t m0 = a.M * ith / nth, m1 = a.M * (ith + 1) / nth;
     if (m0 < m1) {
         switch (a.type) {
