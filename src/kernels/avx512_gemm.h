@@ -10,7 +10,8 @@
 // panel is made per call from the weights as they lie in memory: nothing is converted or kept at load.
 //
 // They compute what ggml's mul_mat computes for these types: the same products of the same
-// activations, quantized or rounded by ggml's own from_float (Q8_0, Q8_K, BF16), with the same block
+// activations, quantized or rounded as ggml's own from_float does (Q8_0, Q8_K, BF16; ops::matmul
+// quantizes to Q8_K with kernels/quantize_q8_k, bit for bit the same), with the same block
 // scales, integer dot products exact, summed in F32 (only the order of the F32 sums differs).
 #pragma once
 

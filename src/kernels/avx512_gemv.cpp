@@ -1,6 +1,7 @@
 #include "avx512_gemv.h"
 
 #include "quant_blocks.h" // and x86_simd.h
+#include "quantize_q8_k.h"
 
 #include "ggml-cpu.h"
 
@@ -108,7 +109,7 @@ GEMV_TARGET void q4_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
     alignas(64) int8_t  x_nibble_order[MAX_K];
     alignas(64) int16_t sub_sums[MAX_NB + GROUP][8]; // per block, each sub-block's activation sum (0 past the row)
     alignas(64) float   dx8[MAX_NB + GROUP][8];      // per block its activation scale, 8 times (0 past the row)
-    ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(a.x, x_blocks, a.K);
+    quantize_q8_k(a.x, x_blocks, a.K);
     std::memset(sub_sums[nb], 0, sizeof(sub_sums[0]) * GROUP);
     std::memset(dx8[nb], 0, sizeof(dx8[0]) * GROUP);
     for (int64_t b = 0; b < nb; ++b) {
@@ -196,7 +197,7 @@ GEMV_TARGET void q4_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
 GEMV_TARGET void q6_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
     const int64_t nb = a.K / QK_K;
     alignas(64) uint8_t x_blocks[MAX_K / QK_K * Q8_K_BYTES];
-    ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float(a.x, x_blocks, a.K);
+    quantize_q8_k(a.x, x_blocks, a.K);
     // Vector k (0..7) of a block holds values 32k..32k+31; in 16-bit pairs after VPMADDUBSW its low 8
     // lanes are sub-block 2k's values and its high 8 lanes sub-block 2k+1's; but ggml's order of the
     // values in a half of 128 is l, l+32, l+64, l+96 for l in 0..31 (below): vector k = 4 * half + part

@@ -7,8 +7,9 @@
 // part of each block by one VPDPBUSD, and read each row front to back (one stream the hardware
 // prefetcher follows).
 //
-// They compute what ggml's mul_mat computes: the activation quantized by ggml's own from_float, the
-// same block scales, integer dot products exact, summed in F32 (only the order of the F32 sums differs).
+// They compute what ggml's mul_mat computes: the activation quantized as ggml's from_float does (Q8_K
+// by kernels/quantize_q8_k, bit for bit the same), the same block scales, integer dot products exact,
+// summed in F32 (only the order of the F32 sums differs).
 #pragma once
 
 #include "ggml.h"

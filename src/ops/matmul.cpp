@@ -6,6 +6,7 @@
 
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
+#include "kernels/quantize_q8_k.h"
 
 #include "ggml-backend.h"
 
@@ -148,9 +149,33 @@ ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return y;
 }
 
+// Rows of dst (Q8_K) = rows of src[0] (F32, contiguous) quantized, split over the threads.
+void run_quantize_q8_k(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t rows = ggml_nrows(x);
+    for (int64_t r = rows * ith / nth; r < rows * (ith + 1) / nth; ++r) {
+        quantize_q8_k(static_cast<const float *>(x->data) + r * x->ne[0], static_cast<char *>(dst->data) + r * dst->nb[1], x->ne[0]);
+    }
+}
+
+// X in the activation type ACT: our Q8_K quantizer where this CPU runs it (ggml's is its scalar
+// reference), ggml's cast otherwise.
+ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type act) {
+    if (act == x->type) {
+        return x;
+    }
+    if (act == GGML_TYPE_Q8_K && x->type == GGML_TYPE_F32 && quantize_q8_k_available() && ggml_is_contiguous(x) && x->ne[0] % ggml_blck_size(GGML_TYPE_Q8_K) == 0) {
+        ggml_tensor * args[1] = {x};
+        ggml_tensor * q = ggml_custom_4d(ctx, GGML_TYPE_Q8_K, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1, run_quantize_q8_k, GGML_N_TASKS_MAX, nullptr);
+        ggml_set_name(q, "quantize_q8_k");
+        return q;
+    }
+    return ggml_cast(ctx, x, act);
+}
+
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     const ggml_type act = avx512_gemm_activation_type(w->type);
-    ggml_tensor * args[3] = {act == x->type ? x : ggml_cast(ctx, x, act), nullptr, nullptr};
+    ggml_tensor * args[3] = {to_activation_type(ctx, x, act), nullptr, nullptr};
     int n_args = 1;
     if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
         args[n_args++] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
