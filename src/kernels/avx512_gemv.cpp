@@ -194,21 +194,29 @@ GEMV_TARGET void q4_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
 //   sum(w * x) = dx * d * (sum_s sc_s * dot_s(u, xq) - 32 * sum_s sc_s * sum_s(xq))
 // with the integer sums exact: dot_s by VPMADDUBSW (pairs, at most 2 * 63 * 128 in 16 bits), times sc_s
 // and summed into 32 bits by VPDPWSSD; the offset term from the activation's sums of 16.
+// ggml's order: in half h of a block (values 128h..128h+127), byte l of ql[64h..] holds value l in its
+// low and value 64 + l in its high nibble, byte 32 + l values 32 + l and 96 + l; byte l of qh[32h..]
+// their high 2 bits, at bits 0, 2, 4 and 6 for values l, 32 + l, 64 + l, 96 + l. So a 64-byte load of
+// ql gives values 0..63 of the half in its low nibbles and 64..127 in its high ones, in the
+// activation's own order, and qh loaded into both 256-bit halves gives their high bits by one shift
+// per half. As for Q4_K, this kernel is bound by its instruction count: 512-bit vectors halve it.
 GEMV_TARGET void q6_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
     const int64_t nb = a.K / QK_K;
     alignas(64) uint8_t x_blocks[MAX_K / QK_K * Q8_K_BYTES];
     quantize_q8_k(a.x, x_blocks, a.K);
-    // Vector k (0..7) of a block holds values 32k..32k+31; in 16-bit pairs after VPMADDUBSW its low 8
-    // lanes are sub-block 2k's values and its high 8 lanes sub-block 2k+1's; but ggml's order of the
-    // values in a half of 128 is l, l+32, l+64, l+96 for l in 0..31 (below): vector k = 4 * half + part
-    // takes scales 8 * half + 2 * part (+1).
-    alignas(32) static const int16_t pick[4][16] = {
-        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5}, {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
-    const __m256i low4 = _mm256_set1_epi8(0x0f), high2 = _mm256_set1_epi8(0x30);
+    const __m512i low4 = _mm512_set1_epi8(0x0f), high2 = _mm512_set1_epi8(0x30);
+    // Bits of qh to bits 4-5: values 0..31 of the half from bits 0-1 (left by 4), 32..63 from 2-3 (by 2),
+    // 64..95 from 4-5 (as they are), 96..127 from 6-7 (right by 2).
+    const __m512i shift_low = _mm512_mask_blend_epi64(0xf0, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
+    const __m512i shift_high = _mm512_mask_blend_epi64(0xf0, _mm512_setzero_si512(), _mm512_set1_epi16(2));
+    // The 16-bit lanes of a product of 64 values take 4 scales, 8 lanes (16 values) each: scale element
+    // e of each 128-bit lane (the half's 8 scales, sign-extended) for e = 0..3 (4..7).
+    const __m512i spread_low  = _mm512_setr_epi64(0x0100010001000100, 0x0100010001000100, 0x0302030203020302, 0x0302030203020302,
+                                                   0x0504050405040504, 0x0504050405040504, 0x0706070607060706, 0x0706070607060706);
+    const __m512i spread_high = _mm512_add_epi8(spread_low, _mm512_set1_epi8(8));
     for (int64_t m = m0; m < m1; ++m) {
         const uint8_t * w = static_cast<const uint8_t *>(a.w) + size_t(m) * a.w_row_bytes;
-        __m256 acc = _mm256_setzero_ps();
+        __m512 acc = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t * blk = w + size_t(b) * Q6_K_BYTES;
             const uint8_t * ql  = blk;
@@ -220,26 +228,22 @@ GEMV_TARGET void q6_k_gemv(const Avx512GemvArgs & a, int64_t m0, int64_t m1) {
             // -32 * sum_s sc_s * sum_s(xq), from the 16 sums of 16
             const __m256i offset = _mm256_slli_epi32(
                 _mm256_madd_epi16(scales, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb + 4 + QK_K))), 5);
-            __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), offset);
+            __m512i sum = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), offset));
             for (int half = 0; half < 2; ++half) {
-                const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql + 64 * half));
-                const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ql + 64 * half + 32));
-                const __m256i h  = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh + 32 * half));
-                const __m256i u[4] = {
-                    _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), high2)),
-                    _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), high2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, high2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_and_si256(_mm256_srli_epi16(h, 2), high2))};
-                const __m256i sc = half ? _mm256_permute2x128_si256(scales, scales, 0x11) : _mm256_permute2x128_si256(scales, scales, 0x00);
-                for (int part = 0; part < 4; ++part) {
-                    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb + 4 + 128 * half + 32 * part));
-                    const __m256i s  = _mm256_permutexvar_epi16(_mm256_load_si256(reinterpret_cast<const __m256i *>(pick[part])), sc);
-                    sum = _mm256_dpwssd_epi32(sum, _mm256_maddubs_epi16(u[part], xv), s);
-                }
+                const __m512i l  = _mm512_loadu_si512(ql + 64 * half);
+                const __m512i h  = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh + 32 * half)));
+                const __m512i u_low  = _mm512_or_si512(_mm512_and_si512(l, low4), _mm512_and_si512(_mm512_sllv_epi16(h, shift_low), high2));
+                const __m512i u_high = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
+                                                       _mm512_and_si512(_mm512_srlv_epi16(h, shift_high), high2));
+                const __m512i sc = _mm512_broadcast_i32x4(half ? _mm256_extracti128_si256(scales, 1) : _mm256_castsi256_si128(scales));
+                const __m512i x_low  = _mm512_loadu_si512(xb + 4 + 128 * half);
+                const __m512i x_high = _mm512_loadu_si512(xb + 4 + 128 * half + 64);
+                sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u_low, x_low), _mm512_shuffle_epi8(sc, spread_low));
+                sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u_high, x_high), _mm512_shuffle_epi8(sc, spread_high));
             }
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(blk + QK_K / 2 + QK_K / 4 + QK_K / 16)), _mm256_cvtepi32_ps(sum), acc);
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(dx * half_to_float(blk + QK_K / 2 + QK_K / 4 + QK_K / 16)), _mm512_cvtepi32_ps(sum), acc);
         }
-        a.y[m] = hsum(acc) + (a.bias ? a.bias[m] : 0.0f);
+        a.y[m] = _mm512_reduce_add_ps(acc) + (a.bias ? a.bias[m] : 0.0f);
     }
 }
 
