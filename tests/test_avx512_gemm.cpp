@@ -8,6 +8,7 @@
 #include "ops/matmul.h"
 #include "kernels/avx512_gemm.h"
 #include "kernels/avx512_gemv.h"
+#include "kernels/measured_shares.h"
 #include "support.h"
 
 #include "ggml-alloc.h"
@@ -284,3 +285,95 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PanelLayout,
                          ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 96, 1, 2}, Shape {Q8, 256, 64, 3, 2},
                                            Shape {Q8, 2048, 1024, 8, 2}, Shape {Q8, 128, 160, 6, 3},
                                            Shape {Q8, 6144, 64, 1, 2}, Shape {Q8, 1024, 256, 33, 2}));
+
+// ---- Row shares that follow the threads' speeds (kernels/measured_shares.h) ----
+
+// The split, driven by reported times: even at first; a thread reported slower gets fewer rows at the
+// next call (half way to the measured speeds), and the shares always cover the rows exactly once, in
+// thread order.
+TEST(MeasuredShares, Slower_thread_gets_fewer_rows_and_rows_stay_covered) {
+    int32_t words[MEASURED_SHARES_WORDS] = {};
+    const int64_t M = 1000;
+    auto split = [&](int nth) {
+        std::vector<int64_t> sizes;
+        int64_t expect_begin = 0;
+        for (int t = 0; t < nth; ++t) {
+            int64_t m0 = -1, m1 = -1;
+            MeasuredShares(words, nth).rows(t, M, m0, m1);
+            EXPECT_EQ(m0, expect_begin) << "thread " << t;
+            EXPECT_LE(m0, m1);
+            expect_begin = m1;
+            sizes.push_back(m1 - m0);
+        }
+        EXPECT_EQ(expect_begin, M);
+        return sizes;
+    };
+    EXPECT_EQ(split(2), (std::vector<int64_t> {500, 500}));
+    // Thread 1 took twice as long for the same rows: it is half as fast, so 1/3 of the rows would even
+    // the times; half way from 1/2 there is 5/12.
+    MeasuredShares two(words, 2);
+    two.report(1, 2000.0);
+    EXPECT_EQ(split(2), (std::vector<int64_t> {500, 500})); // not before every thread has reported
+    two.report(0, 1000.0);
+    const std::vector<int64_t> after = split(2);
+    EXPECT_NEAR(double(after[1]), 1000.0 * 5 / 12, 1.0);
+    // Equal times from then on (the split evens them): the shares stay.
+    for (int call = 0; call < 3; ++call) {
+        MeasuredShares(words, 2).report(0, 1000.0);
+        MeasuredShares(words, 2).report(1, 1000.0);
+    }
+    const std::vector<int64_t> steady = split(2);
+    EXPECT_NEAR(double(steady[1]), double(after[1]), 1.0);
+    // More threads than the words hold: even shares, and reports change nothing.
+    int32_t untouched[MEASURED_SHARES_WORDS] = {};
+    for (int t = 0; t < 8; ++t) {
+        MeasuredShares(untouched, 8).report(t, 1000.0 * (t + 1));
+    }
+    for (int32_t w : untouched) {
+        EXPECT_EQ(w, 0);
+    }
+}
+
+// One graph computed again and again, as decode steps are: the shares move between calls (the threads'
+// times differ, if only by noise), and every call's product still matches ggml's, over the file layout
+// (Q4_K) and the panel layout (Q8_0).
+TEST(MeasuredShares, Repeated_calls_of_one_node_match_ggml) {
+    for (ggml_type type : {GGML_TYPE_Q4_K, GGML_TYPE_Q8_0}) {
+        const Shape s {type, 2048, 1000 - 1000 % 32, 1, 2};
+        if (!avx512_gemv_handles(type, s.K)) {
+            GTEST_SKIP() << "this CPU has no AVX-512 GEMV";
+        }
+        Operands o(s, 5);
+        const std::vector<float> ref = o.compute([&](ggml_context * c) { return ggml_mul_mat(c, o.w, o.x); });
+        ggml_tensor * w = o.w;
+        if (type == GGML_TYPE_Q8_0) {
+            ASSERT_TRUE(panel_layout_takes(w));
+            to_panel_layout(w, 2);
+        }
+        ggml_init_params p = {ggml_tensor_overhead() * 16 + ggml_graph_overhead(), nullptr, true};
+        ggml_context * ctx = ggml_init(p);
+        ggml_cgraph *  gf  = ggml_new_graph(ctx);
+        ggml_tensor *  y   = ops::matmul(ctx, w, o.x);
+        ggml_build_forward_expand(gf, y);
+        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+        ASSERT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
+        ggml_tensor * gemv = y; // the op under ops::matmul's reshapes
+        while (gemv->op == GGML_OP_RESHAPE || gemv->op == GGML_OP_VIEW) {
+            gemv = gemv->src[0];
+        }
+        ASSERT_EQ(gemv->op, GGML_OP_CUSTOM);
+        bool moved = false;
+        for (int call = 0; call < 40; ++call) {
+            ASSERT_EQ(ggml_backend_graph_compute(o.cpu, gf), GGML_STATUS_SUCCESS);
+            std::vector<float> out(size_t(ggml_nelements(y)));
+            ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+            ASSERT_LE(test::max_abs_diff(out, ref), 1e-5f * test::max_abs(ref)) << ggml_type_name(type) << " call " << call;
+            for (int i = 0; i < MEASURED_SHARES_WORDS; ++i) {
+                moved = moved || gemv->op_params[GGML_MAX_OP_PARAMS / sizeof(int32_t) - MEASURED_SHARES_WORDS + i] != 0;
+            }
+        }
+        EXPECT_TRUE(moved) << ggml_type_name(type) << ": the node's shares never left their start";
+        ggml_gallocr_free(alloc);
+        ggml_free(ctx);
+    }
+}

@@ -1,6 +1,7 @@
 #include "avx512_gemm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "avx512_transpose.h" // and x86_simd.h
@@ -687,10 +688,10 @@ AVX512_TARGET void tail_stored(const Avx512GemmArgs & a, const uint8_t * panel, 
 // speed memory gives them. Each thread takes a contiguous share of the panels (one stream of bytes
 // that the hardware prefetcher follows; software prefetches only got in its way), and each tile runs
 // a panel's whole rows, which the next tile re-reads from L2.
-AVX512_TARGET void gemm_stored_q8_0(const Avx512GemmArgs & a, int ith, int nth) {
+AVX512_TARGET void gemm_stored_q8_0(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
     using K = Q8_0Kernel;
-    const int64_t nb = a.K / K::BLOCK, panels = a.M / PANEL_ROWS;
-    for (int64_t pi = panels * ith / nth; pi < panels * (ith + 1) / nth; ++pi) {
+    const int64_t nb = a.K / K::BLOCK;
+    for (int64_t pi = panel0; pi < panel1; ++pi) {
         const int64_t   m0    = pi * PANEL_ROWS;
         const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * K::STORED_BLOCK;
         int64_t n0 = 0;
@@ -753,7 +754,8 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
 
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
     if (a.panels) {
-        gemm_stored_q8_0(a, ith, nth);
+        const int64_t panels = a.M / PANEL_ROWS;
+        gemm_stored_q8_0(a, panels * ith / nth, panels * (ith + 1) / nth);
         return;
     }
     switch (a.type) {
@@ -837,7 +839,12 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
         ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_blocks + size_t(n) * a.x_row_bytes, g.K);
     }
     Kn::prepare_rows(a, 0, N);
-    gemm_stored_q8_0(a, ith, nth);
+    MeasuredShares shares(g.shares, nth);
+    int64_t panel0, panel1;
+    shares.rows(ith, g.M / PANEL_ROWS, panel0, panel1);
+    const auto start = std::chrono::steady_clock::now();
+    gemm_stored_q8_0(a, panel0, panel1);
+    shares.report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 
 #else

@@ -1,11 +1,13 @@
 #include "avx512_gemv.h"
 
 #include "quant_blocks.h" // and x86_simd.h
+#include "measured_shares.h"
 #include "quantize_q8_k.h"
 
 #include "ggml-cpu.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace transcribe {
@@ -261,9 +263,11 @@ bool avx512_gemv_handles(ggml_type type, int64_t K) {
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) {
     // Contiguous shares: each thread streams its own part of the matrix, a row at a time, which the
     // hardware prefetcher follows (4 rows at a time, sharing the activation loads, ran at memory speed
-    // from cache but 25 % slower from memory; shares cut into chunks that threads claim as they go, or
-    // shares sized by each thread's measured speed, ran no faster: see bench/RESULTS.md).
-    const int64_t m0 = a.M * ith / nth, m1 = a.M * (ith + 1) / nth;
+    // from cache but 25 % slower from memory).
+    MeasuredShares shares(a.shares, nth);
+    int64_t m0, m1;
+    shares.rows(ith, a.M, m0, m1);
+    const auto start = std::chrono::steady_clock::now();
     if (m0 < m1) {
         switch (a.type) {
             case GGML_TYPE_Q8_0: q8_0_gemv(a, m0, m1); break;
@@ -272,6 +276,7 @@ void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) {
             default: break;
         }
     }
+    shares.report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 
 #else

@@ -12,6 +12,8 @@
 // summed in F32 (only the order of the F32 sums differs).
 #pragma once
 
+#include "measured_shares.h"
+
 #include "ggml.h"
 
 #include <cstdint>
@@ -22,7 +24,7 @@ namespace transcribe {
 bool avx512_gemv_handles(ggml_type type, int64_t K);
 
 // y[m] = sum_k w[m][k] * x[k] (+ bias[m]) for M rows of K values (file layout, row stride W_ROW_BYTES),
-// x F32. Thread ITH of NTH computes its own contiguous share of the rows; each thread quantizes x
+// x F32. Thread ITH of NTH computes a contiguous share of the rows (see shares); each thread quantizes x
 // itself (a few microseconds), so no other pass or barrier is needed. Nothing is allocated.
 struct Avx512GemvArgs {
     ggml_type     type;
@@ -36,6 +38,10 @@ struct Avx512GemvArgs {
     // AVX512_PANEL_SMALL_N), rows of x and y this many floats apart.
     int64_t       N = 1;
     size_t        x_row_floats = 0, y_row_floats = 0;
+    // Optional: MEASURED_SHARES_WORDS ints, 0 when the op is made, that live as long as it and that only
+    // its calls use. With them each thread's share of the rows follows its measured speed
+    // (kernels/measured_shares.h); without (or with more threads than the words cover) they are even.
+    int32_t *     shares = nullptr;
 };
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth);
 

@@ -70,6 +70,14 @@ void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     avx512_gemm(a, ith, nth);
 }
 
+// The words the GEMV's threads keep their shares of the rows in: the tail of the node's own op_params
+// (ggml keeps the custom op's function, task count and userdata at its head; the rest is zeroed when
+// the node is made and lives as long as it). The node's, not the weight's: sessions sharing a model
+// run the same weight at once.
+constexpr int kSharesAt = int(GGML_MAX_OP_PARAMS / sizeof(int32_t)) - MEASURED_SHARES_WORDS;
+static_assert(kSharesAt * sizeof(int32_t) >= 2 * sizeof(void *) + 2 * sizeof(int), "the shares would overlap ggml's custom op params");
+int32_t * gemv_shares(ggml_tensor * dst) { return dst->op_params + kSharesAt; }
+
 // dst = W x (+ b) for one column, from src[0] = x (F32), then the bias if there is one.
 void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
     const auto * w = static_cast<const ggml_tensor *>(weight);
@@ -85,6 +93,7 @@ void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
     a.N            = dst->src[0]->ne[1];
     a.x_row_floats = dst->src[0]->nb[1] / sizeof(float);
     a.y_row_floats = dst->nb[1] / sizeof(float);
+    a.shares       = gemv_shares(dst);
     if (in_panel_layout(w)) {
         avx512_panel_gemv(a, ith, nth);
     } else {
