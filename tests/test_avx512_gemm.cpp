@@ -377,3 +377,27 @@ TEST(MeasuredShares, Repeated_calls_of_one_node_match_ggml) {
         ggml_free(ctx);
     }
 }
+
+// ops::matmuls over weights our GEMV takes: one op for all of them (the results views of its output),
+// each result equal to its own ops::matmul exactly (each row is the same kernel's sum either way).
+TEST(StackedGemv, Equals_separate_products_exactly) {
+    if (!avx512_gemv_handles(GGML_TYPE_Q4_K, 512) || !avx512_gemv_handles(GGML_TYPE_Q6_K, 512)) {
+        GTEST_SKIP() << "this CPU has no AVX-512 GEMV";
+    }
+    Operands q({GGML_TYPE_Q4_K, 512, 64, 1, 2}, 1), k({GGML_TYPE_Q4_K, 512, 32, 1, 2}, 2), v({GGML_TYPE_Q6_K, 512, 96, 1, 2}, 3);
+    std::vector<float> separate;
+    for (Operands * o : {&q, &k, &v}) {
+        const std::vector<float> y = q.compute([&](ggml_context * c) { return ops::matmul(c, o->w, q.x); });
+        separate.insert(separate.end(), y.begin(), y.end());
+    }
+    const std::vector<float> stacked = q.compute([&](ggml_context * c) {
+        const std::vector<ggml_tensor *> ys = ops::matmuls(c, {q.w, k.w, v.w}, q.x);
+        EXPECT_EQ(ys.size(), 3u);
+        for (ggml_tensor * y : ys) {
+            EXPECT_EQ(y->op, GGML_OP_VIEW);
+            EXPECT_EQ(y->view_src, ys[0]->view_src); // one op
+        }
+        return ggml_concat(c, ggml_concat(c, ys[0], ys[1], 0), ys[2], 0);
+    });
+    EXPECT_EQ(stacked, separate);
+}

@@ -91,8 +91,7 @@ Qwen3::Projection Qwen3::projection(const ModelFile & f, const std::string & nam
     return p;
 }
 
-ggml_tensor * Qwen3::apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const {
-    ggml_tensor * y = ops::matmul(ctx, p.w, x);
+ggml_tensor * Qwen3::with_lora(ggml_context * ctx, const Projection & p, ggml_tensor * y, ggml_tensor * x) const {
     return p.lora_a ? ggml_add(ctx, y, ops::matmul(ctx, p.lora_b, ops::matmul(ctx, p.lora_a, x))) : y;
 }
 
@@ -106,10 +105,11 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
     };
     for (size_t il = 0; il < layers_.size(); ++il) {
         const Layer & l = layers_[il];
-        ggml_tensor * h = rms_norm(x, l.attn_norm);
-        ggml_tensor * q = rope(rms_norm(ggml_reshape_3d(ctx, apply(ctx, l.q, h), hd, nh, T), l.q_norm));
-        ggml_tensor * k = rope(rms_norm(ggml_reshape_3d(ctx, ops::matmul(ctx, l.k, h), hd, nkv, T), l.k_norm));
-        ggml_tensor * v = apply(ctx, l.v, h);
+        ggml_tensor * h   = rms_norm(x, l.attn_norm);
+        const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k, l.v.w}, h);
+        ggml_tensor * q   = rope(rms_norm(ggml_reshape_3d(ctx, with_lora(ctx, l.q, qkv[0], h), hd, nh, T), l.q_norm));
+        ggml_tensor * k   = rope(rms_norm(ggml_reshape_3d(ctx, qkv[1], hd, nkv, T), l.k_norm));
+        ggml_tensor * v   = with_lora(ctx, l.v, qkv[2], h);
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
         // hang off the set_rows results so the writes are ordered before the reads.
@@ -129,7 +129,8 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         x = ggml_add(ctx, x, ops::matmul(ctx, l.o, o2));
 
         ggml_tensor * h2 = rms_norm(x, l.ffn_norm);
-        ggml_tensor * ff = ggml_swiglu_split(ctx, ops::matmul(ctx, l.gate, h2), ops::matmul(ctx, l.up, h2));
+        const auto    gate_up = ops::matmuls(ctx, {l.gate, l.up}, h2);
+        ggml_tensor * ff = ggml_swiglu_split(ctx, gate_up[0], gate_up[1]);
         x = ggml_add(ctx, x, ops::matmul(ctx, l.down, ff));
     }
     return rms_norm(x, out_norm_);

@@ -58,7 +58,8 @@ private:
         ggml_tensor * w = nullptr, * lora_a = nullptr, * lora_b = nullptr;
     };
     Projection    projection(const ModelFile & f, const std::string & name, int64_t n_in, int64_t n_out) const;
-    ggml_tensor * apply(ggml_context * ctx, const Projection & p, ggml_tensor * x) const;
+    // Y = P's weights times X, plus P's LoRA update of X where it has one.
+    ggml_tensor * with_lora(ggml_context * ctx, const Projection & p, ggml_tensor * y, ggml_tensor * x) const;
     struct Layer {
         Projection    q, v;
         ggml_tensor * attn_norm, * k, * o, * q_norm, * k_norm, * ffn_norm, * gate, * up, * down;

@@ -260,29 +260,40 @@ bool avx512_gemv_handles(ggml_type type, int64_t K) {
     }
 }
 
-void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) {
-    // Contiguous shares: each thread streams its own part of the matrix, a row at a time, which the
+void avx512_gemv_stacked(const Avx512GemvArgs * parts, int n_parts, int32_t * share_words, int ith, int nth) {
+    // Contiguous shares: each thread streams its own part of the rows, a row at a time, which the
     // hardware prefetcher follows (4 rows at a time, sharing the activation loads, ran at memory speed
     // from cache but 25 % slower from memory).
-    MeasuredShares shares(a.shares, nth);
-    int64_t m0, m1;
-    shares.rows(ith, a.M, m0, m1);
+    int64_t rows = 0;
+    for (int p = 0; p < n_parts; ++p) {
+        rows += parts[p].M;
+    }
+    MeasuredShares shares(share_words, nth);
+    int64_t r0, r1;
+    shares.rows(ith, rows, r0, r1);
     const auto start = std::chrono::steady_clock::now();
-    if (m0 < m1) {
-        switch (a.type) {
-            case GGML_TYPE_Q8_0: q8_0_gemv(a, m0, m1); break;
-            case GGML_TYPE_Q4_K: q4_k_gemv(a, m0, m1); break;
-            case GGML_TYPE_Q6_K: q6_k_gemv(a, m0, m1); break;
-            default: break;
+    for (int64_t p = 0, first = 0; p < n_parts; first += parts[p].M, ++p) {
+        const Avx512GemvArgs & a = parts[p];
+        const int64_t m0 = std::max<int64_t>(r0 - first, 0), m1 = std::min<int64_t>(r1 - first, a.M);
+        if (m0 < m1) {
+            switch (a.type) {
+                case GGML_TYPE_Q8_0: q8_0_gemv(a, m0, m1); break;
+                case GGML_TYPE_Q4_K: q4_k_gemv(a, m0, m1); break;
+                case GGML_TYPE_Q6_K: q6_k_gemv(a, m0, m1); break;
+                default: break;
+            }
         }
     }
     shares.report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 
+void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) { avx512_gemv_stacked(&a, 1, a.shares, ith, nth); }
+
 #else
 
 bool avx512_gemv_handles(ggml_type, int64_t) { return false; }
 void avx512_gemv(const Avx512GemvArgs &, int, int) {}
+void avx512_gemv_stacked(const Avx512GemvArgs *, int, int32_t *, int, int) {}
 
 #endif
 

@@ -45,4 +45,9 @@ struct Avx512GemvArgs {
 };
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth);
 
+// N_PARTS products of one x (one column, each part with its own weights, type and y), the rows of all
+// of them shared out among the threads as one matrix (SHARE_WORDS: as Avx512GemvArgs::shares): one op
+// where there were N_PARTS, with one split of the rows to balance instead of N_PARTS.
+void avx512_gemv_stacked(const Avx512GemvArgs * parts, int n_parts, int32_t * share_words, int ith, int nth);
+
 } // namespace transcribe

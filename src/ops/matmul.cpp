@@ -10,6 +10,7 @@
 
 #include "ggml-backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -151,6 +152,27 @@ void to_panel_layout(ggml_tensor * w, int n_threads) {
     w->extra = const_cast<char *>(&kPanelLayout);
 }
 
+// dst = the products of src[0] (x, one column) with src[1..] (weights in the file layout), stacked by rows.
+void run_gemv_stacked(ggml_tensor * dst, int ith, int nth, void *) {
+    constexpr int MAX_PARTS = GGML_MAX_SRC - 1;
+    Avx512GemvArgs parts[MAX_PARTS];
+    int n_parts = 0;
+    int64_t first = 0;
+    for (; n_parts < MAX_PARTS && dst->src[n_parts + 1]; ++n_parts) {
+        const ggml_tensor * w = dst->src[n_parts + 1];
+        Avx512GemvArgs & a = parts[n_parts];
+        a.type        = w->type;
+        a.w           = w->data;
+        a.w_row_bytes = w->nb[1];
+        a.x           = static_cast<const float *>(dst->src[0]->data);
+        a.y           = static_cast<float *>(dst->data) + first;
+        a.K           = w->ne[0];
+        a.M           = w->ne[1];
+        first += w->ne[1];
+    }
+    avx512_gemv_stacked(parts, n_parts, gemv_shares(dst), ith, nth);
+}
+
 ggml_tensor * avx512_gemv_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
     ggml_tensor * args[2] = {x, b};
     ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, b ? 2 : 1, run_gemv, GGML_N_TASKS_MAX, w);
@@ -220,6 +242,34 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
     }
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     return b ? ggml_add(ctx, y, b) : y;
+}
+
+std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x) {
+    bool stack = ws.size() > 1 && ws.size() < GGML_MAX_SRC;
+    int64_t rows = 0;
+    for (ggml_tensor * w : ws) {
+        stack = stack && avx512_gemv_applies(w, x);
+        rows += w->ne[1];
+    }
+    std::vector<ggml_tensor *> ys;
+    if (!stack) {
+        for (ggml_tensor * w : ws) {
+            ys.push_back(matmul(ctx, w, x));
+        }
+        return ys;
+    }
+    // The weights are sources here, not user data: the stacked op takes none from ggml's CPU repack
+    // buffer (avx512_gemv_applies), so the scheduler has no reason to refuse it.
+    ggml_tensor * args[GGML_MAX_SRC] = {x};
+    std::copy(ws.begin(), ws.end(), args + 1);
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, rows, 1, 1, 1, args, int(ws.size()) + 1, run_gemv_stacked, GGML_N_TASKS_MAX, nullptr);
+    ggml_set_name(y, "avx512_gemv stacked");
+    int64_t first = 0;
+    for (ggml_tensor * w : ws) {
+        ys.push_back(ggml_view_2d(ctx, y, w->ne[1], 1, size_t(w->ne[1]) * sizeof(float), size_t(first) * sizeof(float)));
+        first += w->ne[1];
+    }
+    return ys;
 }
 
 } // namespace ops

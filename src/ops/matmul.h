@@ -5,6 +5,8 @@
 
 #include "ggml.h"
 
+#include <vector>
+
 namespace transcribe {
 
 // W [K, M] x X [K, N] (+ B [M] on every column) -> [M, N], as ggml_mul_mat (and ggml_add). Takes our
@@ -14,6 +16,11 @@ namespace transcribe {
 // where there is one), and the CPU runs it.
 namespace ops {
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
+
+// matmul(W, X) for each W of WS, the same X. Where our GEMV takes them all (one column: a decode step),
+// they are one op (its results views of one output), which shares the rows of all out among the
+// threads at once: one split to balance and one graph node where there were several.
+std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x);
 } // namespace ops
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
