@@ -1,7 +1,6 @@
 #include "avx512_gemm.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "avx512_transpose.h" // and x86_simd.h
@@ -839,12 +838,7 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
         ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_blocks + size_t(n) * a.x_row_bytes, g.K);
     }
     Kn::prepare_rows(a, 0, N);
-    MeasuredShares shares(g.shares, nth);
-    int64_t panel0, panel1;
-    shares.rows(ith, g.M / PANEL_ROWS, panel0, panel1);
-    const auto start = std::chrono::steady_clock::now();
-    gemm_stored_q8_0(a, panel0, panel1);
-    shares.report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+    MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored_q8_0(a, panel0, panel1); });
 }
 
 #else

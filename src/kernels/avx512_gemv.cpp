@@ -7,7 +7,6 @@
 #include "ggml-cpu.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace transcribe {
@@ -268,23 +267,20 @@ void avx512_gemv_stacked(const Avx512GemvArgs * parts, int n_parts, int32_t * sh
     for (int p = 0; p < n_parts; ++p) {
         rows += parts[p].M;
     }
-    MeasuredShares shares(share_words, nth);
-    int64_t r0, r1;
-    shares.rows(ith, rows, r0, r1);
-    const auto start = std::chrono::steady_clock::now();
-    for (int64_t p = 0, first = 0; p < n_parts; first += parts[p].M, ++p) {
-        const Avx512GemvArgs & a = parts[p];
-        const int64_t m0 = std::max<int64_t>(r0 - first, 0), m1 = std::min<int64_t>(r1 - first, a.M);
-        if (m0 < m1) {
-            switch (a.type) {
-                case GGML_TYPE_Q8_0: q8_0_gemv(a, m0, m1); break;
-                case GGML_TYPE_Q4_K: q4_k_gemv(a, m0, m1); break;
-                case GGML_TYPE_Q6_K: q6_k_gemv(a, m0, m1); break;
-                default: break;
+    MeasuredShares(share_words, nth).run(ith, rows, [&](int64_t r0, int64_t r1) {
+        for (int64_t p = 0, first = 0; p < n_parts; first += parts[p].M, ++p) {
+            const Avx512GemvArgs & a = parts[p];
+            const int64_t m0 = std::max<int64_t>(r0 - first, 0), m1 = std::min<int64_t>(r1 - first, a.M);
+            if (m0 < m1) {
+                switch (a.type) {
+                    case GGML_TYPE_Q8_0: q8_0_gemv(a, m0, m1); break;
+                    case GGML_TYPE_Q4_K: q4_k_gemv(a, m0, m1); break;
+                    case GGML_TYPE_Q6_K: q6_k_gemv(a, m0, m1); break;
+                    default: break;
+                }
             }
         }
-    }
-    shares.report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+    });
 }
 
 void avx512_gemv(const Avx512GemvArgs & a, int ith, int nth) { avx512_gemv_stacked(&a, 1, a.shares, ith, nth); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 namespace transcribe {
@@ -13,9 +14,9 @@ constexpr int MEASURED_SHARES_WORDS = 9;
 // Each thread's share of the rows (or of any unit of work). Without shared words: even. With them they
 // follow the threads' measured speeds: a thread the machine slows for good (on a virtual machine one
 // vCPU can stream memory slower than another, call after call: bench/RESULTS.md) otherwise holds the
-// others at the op's end. Each thread times its rows; the last one done sets the next call's shares from those
-// times, half old and half new so that one noisy call moves them little. The words change only then,
-// after every thread of the call has read them, so a call's threads always agree on its shares.
+// others at the op's end. Each thread times its rows; the last one done sets the next call's shares
+// from those times, half old and half new so that one noisy call moves them little. The words change
+// only then, after every thread of the call has read them, so a call's threads always agree on them.
 // (Cutting the rows into chunks that threads claim as they go balanced them too, but restarting the
 // prefetch at each chunk cost more than it won.)
 class MeasuredShares {
@@ -32,6 +33,15 @@ public:
             end   = t == nth_ - 1 ? M : std::min(M, end + M * share(t) / ONE);
         }
         m0 = begin, m1 = end;
+    }
+
+    // Thread ITH's share of M rows: WORK(m0, m1) on its rows [m0, m1), timed and reported.
+    template <typename Work> void run(int ith, int64_t M, Work && work) {
+        int64_t m0, m1;
+        rows(ith, M, m0, m1);
+        const auto start = std::chrono::steady_clock::now();
+        work(m0, m1);
+        report(ith, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
     }
 
     // Thread ITH took NS nanoseconds for its rows.

@@ -79,18 +79,24 @@ constexpr int kSharesAt = int(GGML_MAX_OP_PARAMS / sizeof(int32_t)) - MEASURED_S
 static_assert(kSharesAt * sizeof(int32_t) >= 2 * sizeof(void *) + 2 * sizeof(int), "the shares would overlap ggml's custom op params");
 int32_t * gemv_shares(ggml_tensor * dst) { return dst->op_params + kSharesAt; }
 
-// dst = W x (+ b) for one column, from src[0] = x (F32), then the bias if there is one.
-void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
-    const auto * w = static_cast<const ggml_tensor *>(weight);
+// The GEMV's operands: W times X (F32) into Y.
+Avx512GemvArgs gemv_args(const ggml_tensor * w, const ggml_tensor * x, float * y) {
     Avx512GemvArgs a;
     a.type        = w->type;
     a.w           = w->data;
     a.w_row_bytes = w->nb[1];
-    a.x           = static_cast<const float *>(dst->src[0]->data);
-    a.bias        = dst->src[1] ? static_cast<const float *>(dst->src[1]->data) : nullptr;
-    a.y           = static_cast<float *>(dst->data);
+    a.x           = static_cast<const float *>(x->data);
+    a.y           = y;
     a.K           = w->ne[0];
     a.M           = w->ne[1];
+    return a;
+}
+
+// dst = W x (+ b) for one column, from src[0] = x (F32), then the bias if there is one.
+void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
+    const auto * w = static_cast<const ggml_tensor *>(weight);
+    Avx512GemvArgs a = gemv_args(w, dst->src[0], static_cast<float *>(dst->data));
+    a.bias         = dst->src[1] ? static_cast<const float *>(dst->src[1]->data) : nullptr;
     a.N            = dst->src[0]->ne[1];
     a.x_row_floats = dst->src[0]->nb[1] / sizeof(float);
     a.y_row_floats = dst->nb[1] / sizeof(float);
@@ -160,14 +166,7 @@ void run_gemv_stacked(ggml_tensor * dst, int ith, int nth, void *) {
     int64_t first = 0;
     for (; n_parts < MAX_PARTS && dst->src[n_parts + 1]; ++n_parts) {
         const ggml_tensor * w = dst->src[n_parts + 1];
-        Avx512GemvArgs & a = parts[n_parts];
-        a.type        = w->type;
-        a.w           = w->data;
-        a.w_row_bytes = w->nb[1];
-        a.x           = static_cast<const float *>(dst->src[0]->data);
-        a.y           = static_cast<float *>(dst->data) + first;
-        a.K           = w->ne[0];
-        a.M           = w->ne[1];
+        parts[n_parts] = gemv_args(w, dst->src[0], static_cast<float *>(dst->data) + first);
         first += w->ne[1];
     }
     avx512_gemv_stacked(parts, n_parts, gemv_shares(dst), ith, nth);

@@ -24,8 +24,9 @@ std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_te
 } // namespace ops
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
-// activation type by a ggml copy (ggml's own quantize_row, as its mul_mat does), then the custom op runs;
-// B, if given, is added in the kernel's epilogue.
+// activation type as ggml's mul_mat does it (Q8_K by our kernels/quantize_q8_k, bit for bit; the others
+// by a ggml copy, ggml's own quantize_row), then the custom op runs; B, if given, is added in the
+// kernel's epilogue.
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 
 // Whether ops::matmul() would take the kernel for these operands.
