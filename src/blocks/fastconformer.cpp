@@ -1,6 +1,7 @@
 #include "fastconformer.h"
 
 #include "core/error.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/conv.h"
 #include "ops/norms.h"
@@ -146,7 +147,7 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     }
 }
 
-// 2T-1 relative positions, padded to a row count tinyBLAS takes (see self_attention).
+// 2T-1 relative positions, padded to a row count tinyBLAS takes (see ops::rel_pos_attention).
 int64_t FastConformer::relative_positions(int64_t T) { return GGML_PAD(2 * T - 1, 16); }
 
 int FastConformer::subsampled_length(int n_valid_frames) {
@@ -162,37 +163,13 @@ ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, c
 }
 
 // x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
-//
-// ggml's fast F32 matmul (tinyBLAS) needs the left operand's row count and the shared dimension to be
-// multiples of 4 and 16 and the right operand contiguous; otherwise it takes a dot product per output,
-// 10x slower here. So the attention runs over T_pad = T rounded up to 16 keys: x is zero-padded, the
-// padded keys' scores are cut off before the softmax and its output is zero-padded back, so those
-// keys get weight exactly 0.
 ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
-    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], T_pad = GGML_PAD(T, 16), R = pos->ne[1];
-    ggml_tensor * x_pad = T_pad > T ? ggml_pad(ctx, x, 0, int(T_pad - T), 0, 0) : x;
-    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.q.w, l.q.b), hd, H, T_pad);
-    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.k.w, l.k.b), hd, H, T_pad);
-    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x_pad, l.v.w, l.v.b), hd, H, T_pad);
+    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], R = pos->ne[1];
+    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x, l.q.w, l.q.b), hd, H, T);
+    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x, l.k.w, l.k.b), hd, H, T);
+    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x, l.v.w, l.v.b), hd, H, T);
     ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, R);
-
-    ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_u), 0, 2, 1, 3)); // [hd, T_pad, H]
-    ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, l.pos_bias_v), 0, 2, 1, 3));
-    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u);        // [T_pad keys, T_pad queries, H]
-    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v);        // [R, T_pad queries, H]
-    ac = ggml_view_3d(ctx, ac, T, T, H, ac->nb[1], ac->nb[2], 0);
-    // Rel-shift: entry (i, j) takes relative position i - j, i.e. raw column T-1-i+j of row i. With a
-    // row stride of R-1 elements starting at column T-1 this is a plain strided view.
-    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, T, T, H, size_t(R - 1) * sizeof(float), bd->nb[2],
-                                            size_t(T - 1) * sizeof(float));
-    ggml_tensor * scores = ggml_add(ctx, ac, bd_shifted);
-    ggml_tensor * attn   = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f / std::sqrt(float(hd)), 0.0f); // [T, T, H]
-    if (T_pad > T) {
-        attn = ggml_pad(ctx, attn, int(T_pad - T), 0, 0, 0);
-    }
-    ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T_pad, hd, H]
-    ggml_tensor * o   = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T, H]
-    o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                    // [hd, H, T]
+    ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)));
     return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);
 }
 

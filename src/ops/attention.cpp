@@ -3,6 +3,7 @@
 #include "placement.h"
 
 #include "kernels/causal_attention.h"
+#include "kernels/rel_pos_attention.h"
 
 namespace transcribe {
 
@@ -14,6 +15,11 @@ bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_ca
                                  const ggml_tensor * pos, const ggml_tensor * rows) {
     return decode_attention_kernel_takes(q, k_cache, v_cache, pos, rows) && in_host_memory(k_cache) &&
            in_host_memory(v_cache);
+}
+
+bool rel_pos_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k, const ggml_tensor * v,
+                                  const ggml_tensor * p, const ggml_tensor * bias_u, const ggml_tensor * bias_v) {
+    return rel_pos_attention_kernel_takes(q, k, v, p, bias_u, bias_v) && in_host_memory(bias_u) && in_host_memory(bias_v);
 }
 
 namespace {
@@ -30,6 +36,7 @@ ggml_tensor * flash_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor *
     ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
     return o;
 }
+
 } // namespace
 
 namespace ops {
@@ -48,6 +55,47 @@ ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
         return decode_attention_op(ctx, q, k_cache, v_cache, pos, rows, scale);
     }
     return flash_attention(ctx, q, k_cache, v_cache, mask, n_kv, scale);
+}
+
+// ggml's fast F32 matmul on CPU (tinyBLAS) needs the left operand's row count and the shared dimension
+// to be multiples of 4 and 16 and the right operand contiguous; otherwise it takes a dot product per
+// output, 10x slower. So it runs over
+// T_pad = T rounded up to 16 keys: q, k, v are zero-padded, the padded keys' scores are cut off before
+// the softmax and its output is zero-padded back, so those keys get weight exactly 0. (The position
+// columns are padded by the caller.)
+ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                     ggml_tensor * bias_u, ggml_tensor * bias_v, float scale) {
+    const int64_t T = q->ne[2], T_pad = GGML_PAD(T, 16), R = p->ne[2];
+    if (T_pad > T) {
+        q = ggml_pad(ctx, q, 0, 0, int(T_pad - T), 0);
+        k = ggml_pad(ctx, k, 0, 0, int(T_pad - T), 0);
+        v = ggml_pad(ctx, v, 0, 0, int(T_pad - T), 0);
+    }
+    const int64_t H = q->ne[1];
+    ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bias_u), 0, 2, 1, 3)); // [hd, T_pad, H]
+    ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bias_v), 0, 2, 1, 3));
+    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u); // [T_pad keys, T_pad queries, H]
+    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v); // [R, T_pad queries, H]
+    ac = ggml_view_3d(ctx, ac, T, T, H, ac->nb[1], ac->nb[2], 0);
+    // Rel-shift: entry (i, j) takes relative position i - j, i.e. raw column T-1-i+j of row i. With a
+    // row stride of R-1 elements starting at column T-1 this is a plain strided view.
+    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, T, T, H, size_t(R - 1) * sizeof(float), bd->nb[2],
+                                            size_t(T - 1) * sizeof(float));
+    ggml_tensor * attn = ggml_soft_max_ext(ctx, ggml_add(ctx, ac, bd_shifted), nullptr, scale, 0.0f); // [T, T, H]
+    if (T_pad > T) {
+        attn = ggml_pad(ctx, attn, int(T_pad - T), 0, 0, 0);
+    }
+    ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T_pad, hd, H]
+    ggml_tensor * o   = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T, H]
+    return ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));              // [hd, H, T]
+}
+
+ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                ggml_tensor * bias_u, ggml_tensor * bias_v, float scale) {
+    if (rel_pos_attention_op_applies(q, k, v, p, bias_u, bias_v)) {
+        return rel_pos_attention_op(ctx, q, k, v, p, bias_u, bias_v, scale);
+    }
+    return rel_pos_attention_ggml(ctx, q, k, v, p, bias_u, bias_v, scale);
 }
 
 } // namespace ops

@@ -11,6 +11,8 @@ namespace transcribe {
 bool causal_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache);
 bool decode_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k_cache, const ggml_tensor * v_cache,
                                  const ggml_tensor * pos, const ggml_tensor * rows);
+bool rel_pos_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k, const ggml_tensor * v,
+                                  const ggml_tensor * p, const ggml_tensor * bias_u, const ggml_tensor * bias_v);
 
 namespace ops {
 // A prompt: Q [head_dim, heads, T] at positions 0..T-1 against the first n_kv rows of the caches
@@ -25,6 +27,15 @@ ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
 // not apply. Returns [head_dim, heads, B].
 ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
                                ggml_tensor * pos, ggml_tensor * rows, ggml_tensor * mask, int64_t n_kv, float scale);
+// Self-attention with relative positions (Transformer-XL, FastConformer): q, k, v [head_dim, heads, T],
+// p [head_dim, heads, R >= 2T-1] the projected position embeddings (column r: relative position T-1-r),
+// bias_u / bias_v [head_dim, heads]. For query i: softmax_j(((q_i + u) . k_j + (q_i + v_bias) .
+// p_{T-1-i+j}) * scale) summed over v_j, no mask. Returns [head_dim, heads, T].
+ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);
+// The same in ggml's own ops, for any backend: what rel_pos_attention builds where our kernel does not run.
+ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                     ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);
 } // namespace ops
 
 } // namespace transcribe

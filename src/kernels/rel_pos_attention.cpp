@@ -1,0 +1,237 @@
+#include "rel_pos_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "avx512_exp.h"
+#include "avx512_transpose.h" // and x86_simd.h
+#include "custom_op.h"
+
+namespace transcribe {
+
+#if TRANSCRIBE_X86_SIMD
+
+namespace {
+
+#define REL_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+
+constexpr int QUERIES = 16; // per block: one vector lane each
+constexpr int KEYS    = 8;  // keys or positions scored at a time: one accumulator each
+constexpr int RING    = 64; // position rows kept until every query of the block has taken its one
+
+// One F32 operand [head_dim, heads, rows]: where row r of head h starts.
+struct Rows {
+    const char * data;
+    size_t       head_bytes, row_bytes;
+    const float * at(int64_t r, int64_t h) const {
+        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
+    }
+};
+
+struct Operands {
+    Rows          q, k, v, p;
+    const char *  bias_u, *bias_v;
+    size_t        bias_head_bytes;
+    char *        out;
+    size_t        out_head_bytes, out_row_bytes;
+    int64_t       heads, T, R;
+    float         scale;
+};
+
+Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t->data), t->nb[1], t->nb[2]}; }
+
+// QT[d][lane] = x_{i0 + lane}[d] + bias[d] for the block's queries (zeros past T): the block's queries
+// transposed, one vector per dimension.
+template <int HD>
+REL_TARGET void load_queries(const Operands & o, const char * bias, int64_t h, int64_t i0, int nq, float (*qt)[QUERIES]) {
+    alignas(64) float rows[QUERIES][HD];
+    const float * b = reinterpret_cast<const float *>(bias + size_t(h) * o.bias_head_bytes);
+    for (int r = 0; r < QUERIES; ++r) {
+        const float * x = o.q.at(i0 + r, h);
+        for (int d = 0; d < HD; d += 16) {
+            const __m512 v = r < nq ? _mm512_add_ps(_mm512_loadu_ps(x + d), _mm512_loadu_ps(b + d)) : _mm512_setzero_ps();
+            _mm512_store_ps(&rows[r][d], v);
+        }
+    }
+    for (int c = 0; c < HD / 16; ++c) {
+        __m512i t[16];
+        transpose_16x16(reinterpret_cast<const uint8_t *>(&rows[0][16 * c]), sizeof(rows[0]), t);
+        for (int d = 0; d < 16; ++d) {
+            _mm512_store_si512(qt[16 * c + d], t[d]);
+        }
+    }
+}
+
+// Dot products of the block's queries (QT, transposed) with N rows: out[r] = sum_d row_r[d] * QT[d].
+template <int HD>
+REL_TARGET inline void score_rows(const float * const * row, int n, const float (*qt)[QUERIES], float * const * out) {
+    __m512 acc[KEYS];
+    for (int r = 0; r < KEYS; ++r) {
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (int d = 0; d < HD; ++d) {
+        const __m512 qd = _mm512_load_ps(qt[d]);
+        for (int r = 0; r < KEYS; ++r) {
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(row[r][d]), qd, acc[r]);
+        }
+    }
+    for (int r = 0; r < n; ++r) {
+        _mm512_store_ps(out[r], acc[r]);
+    }
+}
+
+// Queries i0..i0+15 of head H (those below T) against all T keys.
+//
+// Lane l is query i = i0 + l; for key j it needs position row T-1-i+j = base + (15 - l) + j with base =
+// T-1-i0-15. The position dot products are computed once per row g = j + 15 - l of that range (T + 15
+// rows, each against all 16 queries) into a ring, and key j's term is the ring's diagonal: lane l from
+// row j + 15 - l, one gather. Rows outside p (only lanes past T ask for them) read row 0 or R-1 and are
+// never used.
+template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, int64_t i0) {
+    constexpr int VECS = HD / 16;
+    const int64_t T = o.T, n_pos = T + QUERIES - 1, base = T - 1 - i0 - (QUERIES - 1);
+    const int     nq = int(std::min<int64_t>(QUERIES, T - i0));
+
+    alignas(64) float qu[HD][QUERIES], qv[HD][QUERIES];
+    load_queries<HD>(o, o.bias_u, h, i0, nq, qu);
+    load_queries<HD>(o, o.bias_v, h, i0, nq, qv);
+
+    alignas(64) float scores[REL_POS_ATTENTION_MAX_KEYS][QUERIES];
+    alignas(64) float ring[RING][QUERIES];
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512  scale = _mm512_set1_ps(o.scale);
+    int64_t done = 0; // keys whose scores are whole
+    for (int64_t g0 = 0; g0 < n_pos; g0 += KEYS) {
+        const int     ng = int(std::min<int64_t>(KEYS, n_pos - g0));
+        const float * row[KEYS];
+        float *       out[KEYS];
+        for (int r = 0; r < KEYS; ++r) {
+            const int64_t pr = std::clamp<int64_t>(base + g0 + std::min(r, ng - 1), 0, o.R - 1);
+            row[r] = o.p.at(pr, h);
+            out[r] = ring[(g0 + r) % RING];
+        }
+        score_rows<HD>(row, ng, qv, out);
+        if (g0 < T) {
+            const int nk = int(std::min<int64_t>(KEYS, T - g0));
+            for (int r = 0; r < KEYS; ++r) {
+                row[r] = o.k.at(g0 + std::min(r, nk - 1), h);
+                out[r] = scores[g0 + r];
+            }
+            score_rows<HD>(row, nk, qu, out);
+        }
+        // Key j's position term is whole once ring row j + 15 is in.
+        for (const int64_t upto = std::min(T, g0 + ng - (QUERIES - 1)); done < upto; ++done) {
+            const __m512i g   = _mm512_sub_epi32(_mm512_set1_epi32(int(done) + QUERIES - 1), lane);
+            const __m512i idx = _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(g, _mm512_set1_epi32(RING - 1)), 4), lane);
+            const __m512  bd  = _mm512_i32gather_ps(idx, &ring[0][0], 4);
+            _mm512_store_ps(scores[done], _mm512_mul_ps(_mm512_add_ps(_mm512_load_ps(scores[done]), bd), scale));
+        }
+    }
+
+    // Softmax per query (lane) over all T keys.
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < T; ++j) {
+        max = _mm512_max_ps(max, _mm512_load_ps(scores[j]));
+    }
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < T; ++j) {
+        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(scores[j]), max));
+        _mm512_store_ps(scores[j], e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    alignas(64) float inv[QUERIES];
+    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), sum));
+
+    // Outputs two queries at a time: o_i = sum_j e_ij v_j / sum_i.
+    for (int l = 0; l < nq; l += 2) {
+        const bool pair = l + 1 < nq;
+        __m512 a0[VECS], a1[VECS];
+        for (int c = 0; c < VECS; ++c) {
+            a0[c] = a1[c] = _mm512_setzero_ps();
+        }
+        for (int64_t j = 0; j < T; ++j) {
+            const float * vj = o.v.at(j, h);
+            const __m512 e0 = _mm512_set1_ps(scores[j][l]), e1 = _mm512_set1_ps(scores[j][l + 1]);
+            for (int c = 0; c < VECS; ++c) {
+                const __m512 x = _mm512_loadu_ps(vj + 16 * c);
+                a0[c] = _mm512_fmadd_ps(e0, x, a0[c]);
+                a1[c] = _mm512_fmadd_ps(e1, x, a1[c]);
+            }
+        }
+        for (int qi = 0; qi < (pair ? 2 : 1); ++qi) {
+            float * y = reinterpret_cast<float *>(o.out + size_t(i0 + l + qi) * o.out_row_bytes + size_t(h) * o.out_head_bytes);
+            const __m512 s = _mm512_set1_ps(inv[l + qi]);
+            for (int c = 0; c < VECS; ++c) {
+                _mm512_storeu_ps(y + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
+            }
+        }
+    }
+}
+
+// src: q, k, v, p, bias_u, bias_v. Blocks (head, 16 queries) are dealt to the threads in turn.
+template <int HD> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
+    Operands o;
+    o.q = rows_of(dst->src[0]);
+    o.k = rows_of(dst->src[1]);
+    o.v = rows_of(dst->src[2]);
+    o.p = rows_of(dst->src[3]);
+    o.bias_u          = static_cast<const char *>(dst->src[4]->data);
+    o.bias_v          = static_cast<const char *>(dst->src[5]->data);
+    o.bias_head_bytes = dst->src[4]->nb[1];
+    o.out             = static_cast<char *>(dst->data);
+    o.out_head_bytes  = dst->nb[1];
+    o.out_row_bytes   = dst->nb[2];
+    o.heads           = dst->ne[1];
+    o.T               = dst->ne[2];
+    o.R               = dst->src[3]->ne[2];
+    o.scale           = userdata_as_float(scale);
+    const int64_t blocks = (o.T + QUERIES - 1) / QUERIES;
+    for (int64_t b = ith; b < o.heads * blocks; b += nth) {
+        attend_block<HD>(o, b / blocks, (b % blocks) * QUERIES);
+    }
+}
+
+bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
+    return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
+           t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
+}
+
+} // namespace
+
+bool rel_pos_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k, const ggml_tensor * v,
+                                    const ggml_tensor * p, const ggml_tensor * bias_u, const ggml_tensor * bias_v) {
+    const int64_t hd = q->ne[0], heads = q->ne[1], T = q->ne[2];
+    auto is_bias = [&](const ggml_tensor * b) {
+        return b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == hd && b->ne[1] == heads && b->ne[2] == 1 &&
+               b->ne[3] == 1;
+    };
+    return cpu_has_avx512() && (hd == 16 || hd == 32 || hd == 64 || hd == 128) && T >= 1 &&
+           T <= REL_POS_ATTENTION_MAX_KEYS && rows_are_f32(q, hd, heads) && rows_are_f32(k, hd, heads) &&
+           rows_are_f32(v, hd, heads) && rows_are_f32(p, hd, heads) && k->ne[2] == T && v->ne[2] == T &&
+           p->ne[2] >= 2 * T - 1 && is_bias(bias_u) && is_bias(bias_v);
+}
+
+ggml_tensor * rel_pos_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v,
+                                   ggml_tensor * p, ggml_tensor * bias_u, ggml_tensor * bias_v, float scale) {
+    const int64_t hd = q->ne[0];
+    ggml_custom_op_t fn = hd == 16 ? run<16> : hd == 32 ? run<32> : hd == 64 ? run<64> : run<128>;
+    ggml_tensor * args[] = {q, k, v, p, bias_u, bias_v};
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, hd, q->ne[1], q->ne[2], 1, args, 6, fn, GGML_N_TASKS_MAX,
+                                     float_as_userdata(scale));
+    return ggml_set_name(o, "rel_pos_attention");
+}
+
+#else
+
+bool rel_pos_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *, const ggml_tensor *,
+                                    const ggml_tensor *, const ggml_tensor *) {
+    return false;
+}
+ggml_tensor * rel_pos_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, ggml_tensor *,
+                                   ggml_tensor *, ggml_tensor *, float) {
+    return nullptr;
+}
+
+#endif
+
+} // namespace transcribe

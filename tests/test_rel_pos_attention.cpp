@@ -1,0 +1,162 @@
+// FastConformer's relative-position attention (ops::rel_pos_attention: our kernel where it runs,
+// kernels/rel_pos_attention.h, and ggml's ops) against the formula evaluated in double precision here:
+// for query i, head h, softmax_j(((q_i + u) . k_j + (q_i + v_bias) . p_{T-1-i+j}) * scale) . v.
+// Both compute in F32 with sums in another order: they agree with the double result to a few F32
+// roundings of the largest output (bound 1e-5).
+#include "kernels/rel_pos_attention.h"
+#include "ops/attention.h"
+#include "support.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace transcribe;
+
+namespace {
+
+struct Case {
+    int64_t head_dim, heads, T, R; // R: position columns (>= 2T-1); those past 2T-1 hold NaN
+};
+
+void PrintTo(const Case & c, std::ostream * os) { *os << c.head_dim << "x" << c.heads << " T " << c.T << " R " << c.R; }
+
+class RelPosAttention : public ::testing::TestWithParam<Case> {};
+
+struct Operands {
+    ggml_backend_t        cpu = ggml_backend_cpu_init();
+    ggml_context *        ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    ggml_tensor *         q = nullptr, * k = nullptr, * v = nullptr, * p = nullptr, * u = nullptr, * vb = nullptr;
+    std::vector<float>    hq, hk, hv, hp, hu, hvb;
+
+    explicit Operands(const Case & c) {
+        ggml_backend_cpu_set_n_threads(cpu, 2);
+        ggml_init_params ip = {ggml_tensor_overhead() * 8, nullptr, true};
+        ctx = ggml_init(ip);
+        q   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
+        k   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
+        v   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
+        p   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.R);
+        u   = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.head_dim, c.heads);
+        vb  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.head_dim, c.heads);
+        buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
+        EXPECT_TRUE(buf);
+        std::mt19937 rng(7);
+        // Scores of a few units (head_dim-scaled): a softmax that is neither flat nor one-hot.
+        const float spread = 1.5f / std::sqrt(std::sqrt(float(c.head_dim) / 16.0f));
+        hq = fill(q, rng, spread);
+        hk = fill(k, rng, spread);
+        hv = fill(v, rng, 1.0f);
+        hp = fill(p, rng, spread, 2 * c.T - 1);
+        hu = fill(u, rng, 0.5f);
+        hvb = fill(vb, rng, 0.5f);
+    }
+    ~Operands() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+        ggml_backend_free(cpu);
+    }
+
+    // Normal values times SPREAD; rows (last dimension) from NAN_FROM on hold NaN: they must not be read.
+    static std::vector<float> fill(ggml_tensor * t, std::mt19937 & rng, float spread, int64_t nan_from = INT64_MAX) {
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> f(size_t(ggml_nelements(t)));
+        const int64_t row = t->ne[0] * t->ne[1];
+        for (size_t i = 0; i < f.size(); ++i) {
+            f[i] = int64_t(i) / row >= nan_from ? NAN : spread * normal(rng);
+        }
+        ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
+        return f;
+    }
+
+    // The formula in double: [head_dim, heads, T].
+    std::vector<float> expected(const Case & c, float scale) const {
+        const int64_t hd = c.head_dim, H = c.heads, T = c.T;
+        auto at = [&](const std::vector<float> & x, int64_t row, int64_t h, int64_t d) { return double(x[size_t((row * H + h) * hd + d)]); };
+        std::vector<float> out(size_t(hd * H * T));
+        std::vector<double> s(static_cast<size_t>(T));
+        for (int64_t h = 0; h < H; ++h) {
+            for (int64_t i = 0; i < T; ++i) {
+                double top = -INFINITY;
+                for (int64_t j = 0; j < T; ++j) {
+                    double ac = 0, bd = 0;
+                    for (int64_t d = 0; d < hd; ++d) {
+                        const double qd = at(hq, i, h, d);
+                        ac += (qd + at(hu, 0, h, d)) * at(hk, j, h, d);
+                        bd += (qd + at(hvb, 0, h, d)) * at(hp, T - 1 - i + j, h, d);
+                    }
+                    s[size_t(j)] = (ac + bd) * double(scale);
+                    top = std::max(top, s[size_t(j)]);
+                }
+                double sum = 0;
+                for (double & x : s) {
+                    x = std::exp(x - top);
+                    sum += x;
+                }
+                for (int64_t d = 0; d < hd; ++d) {
+                    double o = 0;
+                    for (int64_t j = 0; j < T; ++j) {
+                        o += s[size_t(j)] * at(hv, j, h, d);
+                    }
+                    out[size_t((i * H + h) * hd + d)] = float(o / sum);
+                }
+            }
+        }
+        return out;
+    }
+};
+
+void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) {
+    ASSERT_EQ(ours.size(), ref.size());
+    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
+    EXPECT_GT(top, 0.2f); // outputs of a size the bound means something for
+    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
+}
+
+} // namespace
+
+// The kernel's result for case C, or nothing where this CPU does not run it.
+void expect_kernel_matches(const Case & c) {
+    Operands o(c);
+    if (!rel_pos_attention_op_applies(o.q, o.k, o.v, o.p, o.u, o.vb)) {
+        GTEST_SKIP() << "this CPU has no AVX-512";
+    }
+    const float scale = 1.0f / std::sqrt(float(c.head_dim));
+    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return rel_pos_attention_op(g, o.q, o.k, o.v, o.p, o.u, o.vb, scale); }),
+                 o.expected(c, scale));
+}
+
+TEST_P(RelPosAttention, Kernel_matches_the_formula) { expect_kernel_matches(GetParam()); }
+
+TEST_P(RelPosAttention, Ggml_ops_match_the_formula) {
+    const Case c = GetParam();
+    Operands o(c);
+    const float scale = 1.0f / std::sqrt(float(c.head_dim));
+    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return ops::rel_pos_attention_ggml(g, o.q, o.k, o.v, o.p, o.u, o.vb, scale); }),
+                 o.expected(c, scale));
+}
+
+// Canary-Qwen's and Parakeet's encoder shape (8 heads of 128) at 31 s of audio, padded position rows
+// as the encoder passes them; the fixtures' head sizes; one key; a query block cut short.
+INSTANTIATE_TEST_SUITE_P(Shapes, RelPosAttention,
+                         ::testing::Values(Case {128, 8, 388, 784}, Case {16, 4, 37, 73}, Case {32, 2, 138, 288},
+                                           Case {64, 2, 1, 1}, Case {64, 3, 17, 48}),
+                         [](const ::testing::TestParamInfo<Case> & i) {
+                             return "hd" + std::to_string(i.param.head_dim) + "_heads" + std::to_string(i.param.heads) +
+                                    "_T" + std::to_string(i.param.T);
+                         });
+
+// Over 1024 keys: two minutes of audio (Parakeet's window), and the kernel's limit.
+TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_1500_keys) { expect_kernel_matches({128, 1, 1500, 2999}); }
+TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_its_limit) {
+    expect_kernel_matches({16, 1, REL_POS_ATTENTION_MAX_KEYS, 2 * REL_POS_ATTENTION_MAX_KEYS - 1});
+}
