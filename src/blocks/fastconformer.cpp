@@ -174,17 +174,9 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
 }
 
 ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const {
-    const int64_t d = hp_.d_model, T = x->ne[1], K = hp_.conv_kernel;
-    ggml_tensor * y    = linear(ctx, x, l.pw1.w, l.pw1.b); // [2d, T]
-    ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
-    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
-    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
-    // Depthwise conv over time (zero padding (K-1)/2 each side), BatchNorm folded into kernel and bias.
-    ggml_tensor * tx = ggml_cont(ctx, ggml_transpose(ctx, glu));   // [T, d]
-    tx = ggml_pad_ext(ctx, tx, int(K / 2), int(K / 2), 0, 0, 0, 0, 0, 0);
-    ggml_tensor * dw = ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, tx, T + K - 1, d, 1), l.dw_folded.w); // [d, T, 1]
-    dw = ggml_add(ctx, ggml_reshape_2d(ctx, dw, d, T), l.dw_folded.b);
-    return linear(ctx, ggml_silu(ctx, dw), l.pw2.w, l.pw2.b);
+    ggml_tensor * y = linear(ctx, x, l.pw1.w, l.pw1.b); // [2d, T]: GLU's two halves
+    // BatchNorm is folded into the depthwise kernel and bias (prepare).
+    return linear(ctx, ops::glu_conv(ctx, y, l.dw_folded.w, l.dw_folded.b), l.pw2.w, l.pw2.b);
 }
 
 ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {

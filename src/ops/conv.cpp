@@ -3,12 +3,17 @@
 #include "placement.h"
 
 #include "kernels/first_conv.h"
+#include "kernels/glu_conv.h"
 
 namespace transcribe {
 
 bool first_conv_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
                            const ggml_tensor * mask) {
     return first_conv_kernel_takes(x, kernel, mask) && is_host_f32_vector(bias, kernel->ne[3]) && in_host_memory(kernel);
+}
+
+bool glu_conv_op_applies(const ggml_tensor * y, const ggml_tensor * kernel, const ggml_tensor * bias) {
+    return glu_conv_kernel_takes(y, kernel, bias) && in_host_memory(kernel) && in_host_memory(bias);
 }
 
 namespace ops {
@@ -30,6 +35,20 @@ ggml_tensor * first_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kern
     }
     ggml_tensor * y = ggml_reshape_3d(ctx, ggml_add(ctx, ggml_mul_mat(ctx, filters, patches), bias), C, OW, OH);
     return ggml_mul(ctx, ggml_relu(ctx, y), mask);
+}
+
+ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel, ggml_tensor * bias) {
+    if (glu_conv_op_applies(y, kernel, bias)) {
+        return glu_conv_op(ctx, y, kernel, bias);
+    }
+    const int64_t d = kernel->ne[1], T = y->ne[1], K = kernel->ne[0];
+    ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
+    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
+    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
+    ggml_tensor * tx   = ggml_cont(ctx, ggml_transpose(ctx, glu));  // [T, d]
+    tx = ggml_pad_ext(ctx, tx, int(K / 2), int(K / 2), 0, 0, 0, 0, 0, 0);
+    ggml_tensor * dw = ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, tx, T + K - 1, d, 1), kernel); // [d, T, 1]
+    return ggml_silu(ctx, ggml_add(ctx, ggml_reshape_2d(ctx, dw, d, T), bias));
 }
 
 } // namespace ops
