@@ -165,9 +165,10 @@ ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, c
 // x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
 ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
     const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], R = pos->ne[1];
-    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, x, l.q.w, l.q.b), hd, H, T);
-    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, x, l.k.w, l.k.b), hd, H, T);
-    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, x, l.v.w, l.v.b), hd, H, T);
+    const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, x, {l.q.b, l.k.b, l.v.b});
+    ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], hd, H, T);
+    ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], hd, H, T);
+    ggml_tensor * v = ggml_reshape_3d(ctx, qkv[2], hd, H, T);
     ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, R);
     ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)));
     return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);

@@ -243,17 +243,47 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
     return b ? ggml_add(ctx, y, b) : y;
 }
 
-std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x) {
+namespace {
+// Whether every W of WS takes our GEMM for X's columns with the same activation type: X can then be
+// brought to that type once for all of them.
+bool gemms_share_activations(const std::vector<ggml_tensor *> & ws, const ggml_tensor * x) {
+    if (ws.size() < 2 || x->type != GGML_TYPE_F32 || !ggml_is_contiguous(x) || x->ne[2] != 1 || x->ne[3] != 1) {
+        return false;
+    }
+    const ggml_type act = avx512_gemm_activation_type(ws[0]->type);
+    for (ggml_tensor * w : ws) {
+        const bool panel = in_panel_layout(w) && x->ne[1] > AVX512_PANEL_SMALL_N && x->ne[0] == w->ne[0];
+        if (!(panel || avx512_gemm_applies(w, x)) || avx512_gemm_activation_type(w->type) != act) {
+            return false;
+        }
+    }
+    return true;
+}
+} // namespace
+
+std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x,
+                                   const std::vector<ggml_tensor *> & bs) {
+    auto bias = [&](size_t i) { return i < bs.size() ? bs[i] : nullptr; };
+    std::vector<ggml_tensor *> ys;
+    if (gemms_share_activations(ws, x)) {
+        ggml_tensor * xa = to_activation_type(ctx, x, avx512_gemm_activation_type(ws[0]->type));
+        for (size_t i = 0; i < ws.size(); ++i) {
+            ggml_tensor * b = bias(i);
+            const bool fuse_bias = is_host_f32_vector(b, ws[i]->ne[1]);
+            ggml_tensor * y = avx512_gemm_op(ctx, ws[i], xa, fuse_bias ? b : nullptr);
+            ys.push_back(b && !fuse_bias ? ggml_add(ctx, y, b) : y);
+        }
+        return ys;
+    }
     bool stack = ws.size() > 1 && ws.size() < GGML_MAX_SRC;
     int64_t rows = 0;
-    for (ggml_tensor * w : ws) {
-        stack = stack && avx512_gemv_applies(w, x);
-        rows += w->ne[1];
+    for (size_t i = 0; i < ws.size(); ++i) {
+        stack = stack && avx512_gemv_applies(ws[i], x) && !bias(i);
+        rows += ws[i]->ne[1];
     }
-    std::vector<ggml_tensor *> ys;
     if (!stack) {
-        for (ggml_tensor * w : ws) {
-            ys.push_back(matmul(ctx, w, x));
+        for (size_t i = 0; i < ws.size(); ++i) {
+            ys.push_back(matmul(ctx, ws[i], x, bias(i)));
         }
         return ys;
     }

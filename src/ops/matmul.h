@@ -17,10 +17,13 @@ namespace transcribe {
 namespace ops {
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
 
-// matmul(W, X) for each W of WS, the same X. Where our GEMV takes them all (one column: a decode step),
-// they are one op (its results views of one output), which shares the rows of all out among the
-// threads at once: one split to balance and one graph node where there were several.
-std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x);
+// matmul(W, X, B) for each W of WS (and B of BS, if given), the same X. Where our GEMM takes them all,
+// X is brought to its activation type once for all. Where our GEMV takes them all (one column: a
+// decode step) and there are no biases, they are one op (its results views of one output), which
+// shares the rows of all out among the threads at once: one split to balance and one graph node
+// where there were several.
+std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x,
+                                   const std::vector<ggml_tensor *> & bs = {});
 } // namespace ops
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the

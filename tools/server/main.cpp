@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -110,6 +111,11 @@ int main(int argc, char ** argv) {
     svr.new_task_queue = [workers, limits] { return guarded_pool(size_t(workers), limits); };
     svr.set_keep_alive_max_count(1); // one request a connection: the read limits are per connection
     install_routes(svr, st);
+    int listen_fd = -1; // the socket httplib binds, to raise its backlog once it listens
+    svr.set_socket_options([&listen_fd](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_fd = int(sock);
+    });
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -125,6 +131,13 @@ int main(int argc, char ** argv) {
         transcribe_vad_model_free(st.vad);
         transcribe_model_free(st.model);
         return 1;
+    }
+    // httplib listens with a backlog of 5 (built into Debian's library): a burst of connections (a
+    // client opening many, slow ones holding workers while others arrive) overflows it, and the kernel
+    // drops their SYNs, which clients resend only after a second. Listening again on the bound socket
+    // raises it (Linux adjusts a listening socket's backlog).
+    if (listen_fd >= 0) {
+        ::listen(listen_fd, 1024);
     }
     std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel%s, queue %d)\n", host.c_str(), bound,
                 st.info.name, parallel, st.pool->batched() ? " decoded together" : "", queue);

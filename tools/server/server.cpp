@@ -110,13 +110,18 @@ void access_log(const httplib::Request & req, const httplib::Response & res) {
     }
     const std::string length = req.get_header_value("Content-Length");
     const size_t bytes_in = length.empty() ? req.body.size() : size_t(std::strtoull(length.c_str(), nullptr, 10));
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_request.start).count();
-    char audio[32] = "-";
+    // A request httplib could not parse (400) never reached before_routing: its time is not known.
+    char audio[32] = "-", ms[32] = "-";
     if (t_request.audio_s >= 0) {
         std::snprintf(audio, sizeof audio, "%.2f", t_request.audio_s);
     }
-    std::fprintf(stderr, "transcribe-server: %s %s %d in=%zu audio_s=%s ms=%.1f\n", req.method.c_str(), req.path.c_str(),
+    if (t_request.start != std::chrono::steady_clock::time_point {}) {
+        std::snprintf(ms, sizeof ms, "%.1f",
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_request.start).count());
+    }
+    std::fprintf(stderr, "transcribe-server: %s %s %d in=%zu audio_s=%s ms=%s\n", req.method.c_str(), req.path.c_str(),
                  res.status, bytes_in, audio, ms);
+    t_request = {}; // this thread's next connection starts unknown
 }
 
 std::string form_field(const httplib::Request & req, const char * name, const std::string & fallback) {
