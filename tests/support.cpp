@@ -95,6 +95,46 @@ std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_t
     return out;
 }
 
+void expect_close_to(const std::vector<float> & ours, const std::vector<float> & ref, float rel, float min_top) {
+    ASSERT_EQ(ours.size(), ref.size());
+    const float top = max_abs(ref), diff = max_abs_diff(ours, ref);
+    EXPECT_TRUE(std::isfinite(top)) << "the reference holds NaN or inf";
+    EXPECT_GT(top, min_top);
+    EXPECT_LE(diff, rel * top) << "max |diff| " << diff << " of max |ref| " << top;
+}
+
+CpuOperands::CpuOperands(int max_tensors, unsigned seed) : cpu(ggml_backend_cpu_init()), rng_(seed) {
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    ggml_init_params p = {ggml_tensor_overhead() * size_t(max_tensors), nullptr, true};
+    ctx_ = ggml_init(p);
+}
+
+CpuOperands::~CpuOperands() {
+    ggml_backend_buffer_free(buf_);
+    ggml_free(ctx_);
+    ggml_backend_free(cpu);
+}
+
+ggml_tensor * CpuOperands::add(int64_t ne0, int64_t ne1, int64_t ne2) {
+    return ggml_new_tensor_3d(ctx_, GGML_TYPE_F32, ne0, ne1, ne2);
+}
+
+void CpuOperands::allocate() {
+    buf_ = ggml_backend_alloc_ctx_tensors(ctx_, cpu);
+    EXPECT_TRUE(buf_);
+}
+
+std::vector<float> CpuOperands::fill(ggml_tensor * t, float spread, int64_t nan_from) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> f(size_t(ggml_nelements(t)));
+    const int64_t slice = t->ne[0] * t->ne[1];
+    for (size_t i = 0; i < f.size(); ++i) {
+        f[i] = int64_t(i) / slice >= nan_from ? NAN : spread * normal(rng_);
+    }
+    ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
+    return f;
+}
+
 std::vector<float> golden_margins(const std::string & clip) {
     std::ifstream f(fixture("golden/" + clip + "/top2_margin.json"));
     return nlohmann::json::parse(f).get<std::vector<float>>();

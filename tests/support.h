@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,33 @@ std::vector<int32_t> golden_ids(const std::string & clip);
 std::vector<float> read_wav_16k(const std::string & clip); // the fixture clip through our decoder
 float max_abs_diff(const std::vector<float> & a, const std::vector<float> & b);
 float max_abs(const std::vector<float> & v);
+// Within REL of the largest |REF| (a bound for F32 results against a reference computed in double), that
+// largest finite and above MIN_TOP (outputs of a size the bound means something for).
+void expect_close_to(const std::vector<float> & ours, const std::vector<float> & ref, float rel, float min_top);
+
+// An op test's F32 operands: tensors in one CPU backend buffer, filled with seeded normal values, and
+// the 2-thread CPU backend that runs the op (through compute_on_cpu).
+class CpuOperands {
+public:
+    CpuOperands(int max_tensors, unsigned seed);
+    ~CpuOperands();
+    CpuOperands(const CpuOperands &) = delete;
+    CpuOperands & operator=(const CpuOperands &) = delete;
+
+    ggml_tensor * add(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1); // before allocate()
+    void          allocate();
+    // Normal values times SPREAD into T (allocated), returned; from index NAN_FROM of dimension 2 on, NaN:
+    // values an op must not read.
+    std::vector<float> fill(ggml_tensor * t, float spread, int64_t nan_from = INT64_MAX);
+
+    ggml_backend_t cpu = nullptr;
+
+private:
+    ggml_context *        ctx_ = nullptr;
+    ggml_backend_buffer_t buf_ = nullptr;
+    std::mt19937          rng_;
+};
+
 // Builds the graph BUILD returns the output of, runs it on the CPU backend CPU, returns that output (F32).
 std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build);
 std::vector<float> golden_margins(const std::string & clip); // top-1 minus top-2 logit per step

@@ -30,41 +30,18 @@ void PrintTo(const Case & c, std::ostream * os) { *os << "d " << c.d << " T " <<
 
 class GluConv : public ::testing::TestWithParam<Case> {};
 
-struct Operands {
-    ggml_backend_t        cpu = ggml_backend_cpu_init();
-    ggml_context *        ctx = nullptr;
-    ggml_backend_buffer_t buf = nullptr;
-    ggml_tensor *         y = nullptr, * w = nullptr, * b = nullptr;
-    std::vector<float>    hy, hw, hb;
+struct Operands : test::CpuOperands {
+    ggml_tensor *      y = nullptr, * w = nullptr, * b = nullptr;
+    std::vector<float> hy, hw, hb;
 
-    explicit Operands(const Case & c) {
-        ggml_backend_cpu_set_n_threads(cpu, 2);
-        ggml_init_params ip = {ggml_tensor_overhead() * 4, nullptr, true};
-        ctx = ggml_init(ip);
-        y   = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2 * c.d, c.T);
-        w   = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.K, c.d);
-        b   = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, c.d);
-        buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-        EXPECT_TRUE(buf);
-        std::mt19937 rng(5);
-        hy = fill(y, rng, 3.0f); // gates from saturated to open
-        hw = fill(w, rng, 0.4f);
-        hb = fill(b, rng, 0.5f);
-    }
-    ~Operands() {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
-    }
-
-    static std::vector<float> fill(ggml_tensor * t, std::mt19937 & rng, float spread) {
-        std::normal_distribution<float> normal(0.0f, 1.0f);
-        std::vector<float> f(size_t(ggml_nelements(t)));
-        for (float & x : f) {
-            x = spread * normal(rng);
-        }
-        ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
-        return f;
+    explicit Operands(const Case & c) : CpuOperands(4, 5) {
+        y = add(2 * c.d, c.T);
+        w = add(c.K, c.d);
+        b = add(c.d);
+        allocate();
+        hy = fill(y, 3.0f); // gates from saturated to open
+        hw = fill(w, 0.4f);
+        hb = fill(b, 0.5f);
     }
 
     // The formula in double: [d, T].
@@ -88,12 +65,7 @@ struct Operands {
     }
 };
 
-void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) {
-    ASSERT_EQ(ours.size(), ref.size());
-    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    EXPECT_GT(top, 1.0f);
-    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
-}
+void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) { test::expect_close_to(ours, ref, 1e-5f, 1.0f); }
 
 } // namespace
 

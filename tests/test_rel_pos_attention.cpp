@@ -31,51 +31,26 @@ void PrintTo(const Case & c, std::ostream * os) { *os << c.head_dim << "x" << c.
 
 class RelPosAttention : public ::testing::TestWithParam<Case> {};
 
-struct Operands {
-    ggml_backend_t        cpu = ggml_backend_cpu_init();
-    ggml_context *        ctx = nullptr;
-    ggml_backend_buffer_t buf = nullptr;
-    ggml_tensor *         q = nullptr, * k = nullptr, * v = nullptr, * p = nullptr, * u = nullptr, * vb = nullptr;
-    std::vector<float>    hq, hk, hv, hp, hu, hvb;
+struct Operands : test::CpuOperands {
+    ggml_tensor *      q = nullptr, * k = nullptr, * v = nullptr, * p = nullptr, * u = nullptr, * vb = nullptr;
+    std::vector<float> hq, hk, hv, hp, hu, hvb;
 
-    explicit Operands(const Case & c) {
-        ggml_backend_cpu_set_n_threads(cpu, 2);
-        ggml_init_params ip = {ggml_tensor_overhead() * 8, nullptr, true};
-        ctx = ggml_init(ip);
-        q   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
-        k   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
-        v   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.T);
-        p   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, c.head_dim, c.heads, c.R);
-        u   = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.head_dim, c.heads);
-        vb  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.head_dim, c.heads);
-        buf = ggml_backend_alloc_ctx_tensors(ctx, cpu);
-        EXPECT_TRUE(buf);
-        std::mt19937 rng(7);
+    explicit Operands(const Case & c) : CpuOperands(8, 7) {
+        q  = add(c.head_dim, c.heads, c.T);
+        k  = add(c.head_dim, c.heads, c.T);
+        v  = add(c.head_dim, c.heads, c.T);
+        p  = add(c.head_dim, c.heads, c.R);
+        u  = add(c.head_dim, c.heads);
+        vb = add(c.head_dim, c.heads);
+        allocate();
         // Scores of a few units (head_dim-scaled): a softmax that is neither flat nor one-hot.
         const float spread = 1.5f / std::sqrt(std::sqrt(float(c.head_dim) / 16.0f));
-        hq = fill(q, rng, spread);
-        hk = fill(k, rng, spread);
-        hv = fill(v, rng, 1.0f);
-        hp = fill(p, rng, spread, 2 * c.T - 1);
-        hu = fill(u, rng, 0.5f);
-        hvb = fill(vb, rng, 0.5f);
-    }
-    ~Operands() {
-        ggml_backend_buffer_free(buf);
-        ggml_free(ctx);
-        ggml_backend_free(cpu);
-    }
-
-    // Normal values times SPREAD; rows (last dimension) from NAN_FROM on hold NaN: they must not be read.
-    static std::vector<float> fill(ggml_tensor * t, std::mt19937 & rng, float spread, int64_t nan_from = INT64_MAX) {
-        std::normal_distribution<float> normal(0.0f, 1.0f);
-        std::vector<float> f(size_t(ggml_nelements(t)));
-        const int64_t row = t->ne[0] * t->ne[1];
-        for (size_t i = 0; i < f.size(); ++i) {
-            f[i] = int64_t(i) / row >= nan_from ? NAN : spread * normal(rng);
-        }
-        ggml_backend_tensor_set(t, f.data(), 0, f.size() * sizeof(float));
-        return f;
+        hq  = fill(q, spread);
+        hk  = fill(k, spread);
+        hv  = fill(v, 1.0f);
+        hp  = fill(p, spread, 2 * c.T - 1); // position columns past 2T-1 must not be read
+        hu  = fill(u, 0.5f);
+        hvb = fill(vb, 0.5f);
     }
 
     // The formula in double: [head_dim, heads, T].
@@ -115,12 +90,8 @@ struct Operands {
     }
 };
 
-void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) {
-    ASSERT_EQ(ours.size(), ref.size());
-    const float top = test::max_abs(ref), diff = test::max_abs_diff(ours, ref);
-    EXPECT_GT(top, 0.2f); // outputs of a size the bound means something for
-    EXPECT_LE(diff, 1e-5f * top) << "max |diff| " << diff << " of max |o| " << top;
-}
+// Outputs of a size the bound means something for.
+void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) { test::expect_close_to(ours, ref, 1e-5f, 0.2f); }
 
 } // namespace
 

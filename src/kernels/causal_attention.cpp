@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "avx512_exp.h"
-#include "avx512_transpose.h" // and x86_simd.h
+#include "avx512_query_lanes.h"
+#include "avx512_transpose.h"
 #include "custom_op.h"
 
 namespace transcribe {
@@ -17,17 +17,8 @@ namespace {
 
 #define ATT_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,f16c,fma")))
 
-constexpr int QUERIES = 16; // per block: one vector lane each
-constexpr int KEYS    = 8;  // scored at a time: one accumulator each
-
-// 16 cache values (F16 or F32) at P as F32.
-template <ggml_type KV> ATT_TARGET inline __m512 load16(const void * p) {
-    if constexpr (KV == GGML_TYPE_F16) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i *>(p)));
-    } else {
-        return _mm512_loadu_ps(p);
-    }
-}
+constexpr int QUERIES = QUERY_LANES; // per block: one vector lane each
+constexpr int KEYS    = SCORED_ROWS; // scored at a time
 
 struct Shape {
     int64_t heads, kv_heads, T;
@@ -85,63 +76,27 @@ ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, co
         for (int r = 0; r < KEYS; ++r) { // past nk: key j0 again (its score is not kept)
             const char * row = k + size_t(j0 + (r < nj ? r : 0)) * s.kv_row_bytes + head_offset;
             for (int c = 0; c < VECS; ++c) {
-                _mm512_store_ps(&keys[r][16 * c], load16<KV>(row + 16 * c * EL));
+                _mm512_store_ps(&keys[r][16 * c], load16_as_f32<KV>(row + 16 * c * EL));
             }
         }
-        __m512 acc[KEYS];
+        const float * row[KEYS];
+        float *       to[KEYS];
         for (int r = 0; r < KEYS; ++r) {
-            acc[r] = _mm512_setzero_ps();
+            row[r] = keys[r];
+            to[r]  = scores[j0 + std::min(r, nj - 1)]; // rows past nk are not written
         }
-        for (int d = 0; d < HD; ++d) {
-            const __m512 qd = _mm512_load_ps(qt[d]);
-            for (int r = 0; r < KEYS; ++r) {
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(keys[r][d]), qd, acc[r]);
-            }
-        }
-        for (int r = 0; r < nj; ++r) {
-            _mm512_store_ps(scores[j0 + r], _mm512_mul_ps(acc[r], _mm512_set1_ps(s.scale)));
-        }
+        score_rows<HD>(row, nj, qt, to, s.scale);
     }
 
     // Softmax per query over its keys j <= i0 + lane: key j is seen by the lanes from j - i0 up.
-    auto seen_by = [&](int64_t j) { return j <= i0 ? __mmask16(0xffff) : __mmask16(0xffffu << (j - i0)); };
-    __m512 max = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < nk; ++j) {
-        max = _mm512_mask_max_ps(max, seen_by(j), max, _mm512_load_ps(scores[j]));
-    }
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < nk; ++j) {
-        const __m512 p = _mm512_maskz_mov_ps(seen_by(j), exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(scores[j]), max)));
-        _mm512_store_ps(scores[j], p);
-        sum = _mm512_add_ps(sum, p);
-    }
     alignas(64) float inv[QUERIES];
-    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), sum));
+    softmax_lanes(scores, nk, [&](int64_t j) { return j <= i0 ? __mmask16(0xffff) : __mmask16(0xffffu << (j - i0)); }, inv);
 
-    // Outputs two queries at a time (16 accumulators): o_i = sum_j p_ij v_j / sum_i.
-    for (int64_t l = 0; l < nq; l += 2) {
-        const bool pair = l + 1 < nq;
-        __m512 a0[VECS], a1[VECS];
-        for (int c = 0; c < VECS; ++c) {
-            a0[c] = a1[c] = _mm512_setzero_ps();
-        }
-        for (int64_t j = 0; j <= i0 + l + (pair ? 1 : 0); ++j) {
-            const char * row = v + size_t(j) * s.kv_row_bytes + head_offset;
-            const __m512 p0 = _mm512_set1_ps(scores[j][l]), p1 = _mm512_set1_ps(pair ? scores[j][l + 1] : 0.0f);
-            for (int c = 0; c < VECS; ++c) {
-                const __m512 vj = load16<KV>(row + 16 * c * EL);
-                a0[c] = _mm512_fmadd_ps(p0, vj, a0[c]);
-                a1[c] = _mm512_fmadd_ps(p1, vj, a1[c]);
-            }
-        }
-        for (int qi = 0; qi < (pair ? 2 : 1); ++qi) {
-            float * o = reinterpret_cast<float *>(out + size_t(i0 + l + qi) * s.out_row_bytes + size_t(h) * s.out_head_bytes);
-            const __m512 scale = _mm512_set1_ps(inv[l + qi]);
-            for (int c = 0; c < VECS; ++c) {
-                _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], scale));
-            }
-        }
-    }
+    // o_i = sum_j p_ij v_j / sum_i; a pair of queries reads the keys of its second.
+    weighted_values<HD, KV>(
+        scores, inv, int(nq), [&](int l) { return std::min(i0 + l + 2, nk); },
+        [&](int64_t j) { return v + size_t(j) * s.kv_row_bytes + head_offset; },
+        [&](int l) { return reinterpret_cast<float *>(out + size_t(i0 + l) * s.out_row_bytes + size_t(h) * s.out_head_bytes); });
 }
 
 // src[0] = q, src[1] = k cache, src[2] = v cache. Blocks (head, 16 queries) are dealt to the threads
@@ -204,7 +159,7 @@ ATT_TARGET void attend_one(const Shape & s, const char * q, const char * k, cons
             prefetch_row<HD * EL>(row + AHEAD * s.kv_row_bytes);
             __m512 d0 = _mm512_setzero_ps(), d1 = _mm512_setzero_ps();
             for (int c = 0; c < VECS; ++c) {
-                const __m512 kc = load16<KV>(row + 16 * c * EL);
+                const __m512 kc = load16_as_f32<KV>(row + 16 * c * EL);
                 d0 = _mm512_fmadd_ps(kc, qv[0][c], d0);
                 d1 = _mm512_fmadd_ps(kc, qv[1][c], d1);
             }
@@ -242,7 +197,7 @@ ATT_TARGET void attend_one(const Shape & s, const char * q, const char * k, cons
             prefetch_row<HD * EL>(row + AHEAD * s.kv_row_bytes);
             const __m512 p0 = _mm512_set1_ps(scores[0][j]), p1 = _mm512_set1_ps(pair ? scores[1][j] : 0.0f);
             for (int c = 0; c < VECS; ++c) {
-                const __m512 vc = load16<KV>(row + 16 * c * EL);
+                const __m512 vc = load16_as_f32<KV>(row + 16 * c * EL);
                 acc[0][c] = _mm512_fmadd_ps(p0, vc, acc[0][c]);
                 acc[1][c] = _mm512_fmadd_ps(p1, vc, acc[1][c]);
             }

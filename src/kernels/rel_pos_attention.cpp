@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "avx512_exp.h"
-#include "avx512_transpose.h" // and x86_simd.h
+#include "avx512_query_lanes.h"
+#include "avx512_transpose.h"
 #include "custom_op.h"
 
 namespace transcribe {
@@ -15,8 +15,8 @@ namespace {
 
 #define REL_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 
-constexpr int QUERIES = 16; // per block: one vector lane each
-constexpr int KEYS    = 8;  // keys or positions scored at a time: one accumulator each
+constexpr int QUERIES = QUERY_LANES; // per block: one vector lane each
+constexpr int KEYS    = SCORED_ROWS; // keys or positions scored at a time
 constexpr int RING    = 64; // position rows kept until every query of the block has taken its one
 
 // One F32 operand [head_dim, heads, rows]: where row r of head h starts.
@@ -62,24 +62,6 @@ REL_TARGET void load_queries(const Operands & o, const char * bias, int64_t h, i
     }
 }
 
-// Dot products of the block's queries (QT, transposed) with N rows: out[r] = sum_d row_r[d] * QT[d].
-template <int HD>
-REL_TARGET inline void score_rows(const float * const * row, int n, const float (*qt)[QUERIES], float * const * out) {
-    __m512 acc[KEYS];
-    for (int r = 0; r < KEYS; ++r) {
-        acc[r] = _mm512_setzero_ps();
-    }
-    for (int d = 0; d < HD; ++d) {
-        const __m512 qd = _mm512_load_ps(qt[d]);
-        for (int r = 0; r < KEYS; ++r) {
-            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(row[r][d]), qd, acc[r]);
-        }
-    }
-    for (int r = 0; r < n; ++r) {
-        _mm512_store_ps(out[r], acc[r]);
-    }
-}
-
 // Queries i0..i0+15 of head H (those below T) against all T keys.
 //
 // Lane l is query i = i0 + l; for key j it needs position row T-1-i+j = base + (15 - l) + j with base =
@@ -88,7 +70,6 @@ REL_TARGET inline void score_rows(const float * const * row, int n, const float 
 // row j + 15 - l, one gather. Rows outside p (only lanes past T ask for them) read row 0 or R-1 and are
 // never used.
 template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, int64_t i0) {
-    constexpr int VECS = HD / 16;
     const int64_t T = o.T, n_pos = T + QUERIES - 1, base = T - 1 - i0 - (QUERIES - 1);
     const int     nq = int(std::min<int64_t>(QUERIES, T - i0));
 
@@ -115,7 +96,7 @@ template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, in
             const int nk = int(std::min<int64_t>(KEYS, T - g0));
             for (int r = 0; r < KEYS; ++r) {
                 row[r] = o.k.at(g0 + std::min(r, nk - 1), h);
-                out[r] = scores[g0 + r];
+                out[r] = scores[g0 + std::min(r, nk - 1)]; // rows past T are not written
             }
             score_rows<HD>(row, nk, qu, out);
         }
@@ -128,44 +109,12 @@ template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, in
         }
     }
 
-    // Softmax per query (lane) over all T keys.
-    __m512 max = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < T; ++j) {
-        max = _mm512_max_ps(max, _mm512_load_ps(scores[j]));
-    }
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < T; ++j) {
-        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(scores[j]), max));
-        _mm512_store_ps(scores[j], e);
-        sum = _mm512_add_ps(sum, e);
-    }
+    // Softmax per query (lane) over all T keys, then o_i = sum_j e_ij v_j / sum_i.
     alignas(64) float inv[QUERIES];
-    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), sum));
-
-    // Outputs two queries at a time: o_i = sum_j e_ij v_j / sum_i.
-    for (int l = 0; l < nq; l += 2) {
-        const bool pair = l + 1 < nq;
-        __m512 a0[VECS], a1[VECS];
-        for (int c = 0; c < VECS; ++c) {
-            a0[c] = a1[c] = _mm512_setzero_ps();
-        }
-        for (int64_t j = 0; j < T; ++j) {
-            const float * vj = o.v.at(j, h);
-            const __m512 e0 = _mm512_set1_ps(scores[j][l]), e1 = _mm512_set1_ps(scores[j][l + 1]);
-            for (int c = 0; c < VECS; ++c) {
-                const __m512 x = _mm512_loadu_ps(vj + 16 * c);
-                a0[c] = _mm512_fmadd_ps(e0, x, a0[c]);
-                a1[c] = _mm512_fmadd_ps(e1, x, a1[c]);
-            }
-        }
-        for (int qi = 0; qi < (pair ? 2 : 1); ++qi) {
-            float * y = reinterpret_cast<float *>(o.out + size_t(i0 + l + qi) * o.out_row_bytes + size_t(h) * o.out_head_bytes);
-            const __m512 s = _mm512_set1_ps(inv[l + qi]);
-            for (int c = 0; c < VECS; ++c) {
-                _mm512_storeu_ps(y + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
-            }
-        }
-    }
+    softmax_lanes(scores, T, [](int64_t) { return __mmask16(0xffff); }, inv);
+    weighted_values<HD, GGML_TYPE_F32>(
+        scores, inv, nq, [&](int) { return T; }, [&](int64_t j) { return o.v.at(j, h); },
+        [&](int l) { return reinterpret_cast<float *>(o.out + size_t(i0 + l) * o.out_row_bytes + size_t(h) * o.out_head_bytes); });
 }
 
 // src: q, k, v, p, bias_u, bias_v. Blocks (head, 16 queries) are dealt to the threads in turn.

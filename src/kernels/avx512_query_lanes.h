@@ -1,0 +1,102 @@
+// The end of the attention kernels that hold 16 queries in the lanes of a vector (each key's scores are
+// one vector, scores[j][lane]): the softmax per lane, then each query's weighted sum of the V rows.
+#pragma once
+
+#include "avx512_exp.h" // and x86_simd.h
+#include "ggml.h"
+
+#if TRANSCRIBE_X86_SIMD
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace transcribe {
+
+#define QUERY_LANES_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,f16c,fma")))
+
+constexpr int QUERY_LANES = 16;
+
+// 16 values (F16 or F32) at P as F32.
+template <ggml_type T> QUERY_LANES_TARGET inline __m512 load16_as_f32(const void * p) {
+    if constexpr (T == GGML_TYPE_F16) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i *>(p)));
+    } else {
+        return _mm512_loadu_ps(p);
+    }
+}
+
+// Dot products of 16 queries (QT, transposed: QT[d] holds dimension d of each) with 8 rows at once:
+// OUT[r] = SCALE * sum_d ROW[r][d] * QT[d] for r < N (all 8 rows are read: repeat one past N).
+constexpr int SCORED_ROWS = 8; // one accumulator each
+template <int HD>
+QUERY_LANES_TARGET inline void score_rows(const float * const * row, int n, const float (*qt)[QUERY_LANES], float * const * out,
+                                          float scale = 1.0f) {
+    __m512 acc[SCORED_ROWS];
+    for (int r = 0; r < SCORED_ROWS; ++r) {
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (int d = 0; d < HD; ++d) {
+        const __m512 qd = _mm512_load_ps(qt[d]);
+        for (int r = 0; r < SCORED_ROWS; ++r) {
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(row[r][d]), qd, acc[r]);
+        }
+    }
+    for (int r = 0; r < n; ++r) {
+        _mm512_store_ps(out[r], _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+    }
+}
+
+// Softmax per lane over keys 0..N-1, in place: lane l takes key j where bit l of SEEN(j) is set (its
+// other weights become 0). The weights stay unnormalized; INV gets each lane's 1 / (sum of its weights).
+template <class Seen>
+QUERY_LANES_TARGET inline void softmax_lanes(float (*scores)[QUERY_LANES], int64_t n, Seen seen, float * inv) {
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < n; ++j) {
+        max = _mm512_mask_max_ps(max, seen(j), max, _mm512_load_ps(scores[j]));
+    }
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; ++j) {
+        const __m512 p = _mm512_maskz_mov_ps(seen(j), exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(scores[j]), max)));
+        _mm512_store_ps(scores[j], p);
+        sum = _mm512_add_ps(sum, p);
+    }
+    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), sum));
+}
+
+// For the lanes l < NQ: OUT(l)[0..HD) = INV[l] * sum over keys j < KEYS(l) of W[j][l] * V(j), where V(j)
+// points at key j's HD values of type T. Lanes go two at a time (16 accumulators), sharing each V row's
+// loads: KEYS(l) must cover lane l + 1's keys too, whose weights past its own must be 0.
+template <int HD, ggml_type T, class Keys, class ValuesOf, class OutOf>
+QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], const float * inv, int nq, Keys keys,
+                                               ValuesOf values, OutOf out) {
+    constexpr int    VECS = HD / 16;
+    constexpr size_t EL   = T == GGML_TYPE_F16 ? 2 : 4;
+    for (int l = 0; l < nq; l += 2) {
+        __m512 a0[VECS], a1[VECS];
+        for (int c = 0; c < VECS; ++c) {
+            a0[c] = a1[c] = _mm512_setzero_ps();
+        }
+        const int64_t n = keys(l);
+        for (int64_t j = 0; j < n; ++j) {
+            const char * row = reinterpret_cast<const char *>(values(j));
+            const __m512 w0 = _mm512_set1_ps(w[j][l]), w1 = _mm512_set1_ps(w[j][l + 1]);
+            for (int c = 0; c < VECS; ++c) {
+                const __m512 x = load16_as_f32<T>(row + 16 * c * EL);
+                a0[c] = _mm512_fmadd_ps(w0, x, a0[c]);
+                a1[c] = _mm512_fmadd_ps(w1, x, a1[c]);
+            }
+        }
+        for (int qi = 0; qi < 2 && l + qi < nq; ++qi) {
+            float *      y = out(l + qi);
+            const __m512 s = _mm512_set1_ps(inv[l + qi]);
+            for (int c = 0; c < VECS; ++c) {
+                _mm512_storeu_ps(y + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
+            }
+        }
+    }
+}
+
+} // namespace transcribe
+
+#endif
