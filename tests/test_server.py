@@ -189,6 +189,14 @@ class Hardening(unittest.TestCase):
             s.close()
         self.assertEqual(request(self.server.base, "/health")[0], 200)
 
+    def test_a_client_silent_in_its_headers_gets_408_at_the_header_timeout(self):
+        status, took = raw_exchange(self.server.base, b"GET /health HTTP/1.1\r\nX-Half: ")
+        self.assertIn(" 408 ", status)
+        # --header-timeout-s 2, counted from the server's first read; httplib's own read timeout (5 s)
+        # would have answered 400.
+        self.assertGreater(took, 1.9)
+        self.assertLess(took, 4.5)
+
 
 class ServerPolicy(unittest.TestCase):
     """405 with Allow, the API key, CORS, the access log, container messages, trimmed verbose_json text."""

@@ -1,11 +1,14 @@
 #include "read_guard.h"
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +18,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using RecvFn = ssize_t (*)(int, void *, size_t, int);
+using PollFn = int (*)(pollfd *, nfds_t, int);
+
+RecvFn real_recv() {
+    static const auto fn = reinterpret_cast<RecvFn>(dlsym(RTLD_NEXT, "recv"));
+    return fn;
+}
+PollFn real_poll() {
+    static const auto fn = reinterpret_cast<PollFn>(dlsym(RTLD_NEXT, "poll"));
+    return fn;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -24,6 +37,25 @@ public:
     explicit Guard(const ReadLimits & limits) : limits_(limits) {}
 
     bool refused() const { return refused_; }
+
+    // httplib waits for each read of a request with poll, for its own read timeout: a client that stops
+    // in the middle of its headers would have httplib's 400 after that timeout, whatever
+    // --header-timeout-s says. Once the headers have begun, the wait runs to the headers' deadline
+    // instead, and a client silent until then has its 408. (Before the first byte the waits are
+    // httplib's keep-alive polling, which closes a connection that never speaks; after the headers,
+    // the body's reads keep httplib's timeout and the rate check below.)
+    int wait(pollfd * fds, int timeout_ms, PollFn real) {
+        if (refused_ || !in_header_ || header_ == 0 || timeout_ms <= 0) {
+            return real(fds, 1, timeout_ms);
+        }
+        const double left = limits_.header_seconds - seconds_since(start_);
+        const int    r    = real(fds, 1, std::max(0, int(std::ceil(left * 1000.0))));
+        if (r != 0) {
+            return r;
+        }
+        refuse(fds[0].fd, real_recv(), 408, "Request Timeout", "the request headers took longer than the server allows");
+        return 0; // httplib's read then fails; its own answer goes nowhere (see read_refused)
+    }
 
     ssize_t read(int fd, void * buf, size_t n, RecvFn real) {
         if (refused_) {
@@ -138,12 +170,24 @@ bool read_refused() { return t_guard && t_guard->refused(); }
 
 } // namespace transcribe_server
 
-// The process's recv: a server thread's plain reads of its connection go through the guard; everything
-// else (other threads, peeks, flags) goes straight to the C library.
+// The process's recv and poll: a server thread's plain reads of its connection, and its waits to read
+// one socket, go through the guard; everything else (other threads, peeks, flags, other waits) goes
+// straight to the C library.
 extern "C" ssize_t recv(int fd, void * buf, size_t n, int flags) {
-    static const auto real = reinterpret_cast<transcribe_server::RecvFn>(dlsym(RTLD_NEXT, "recv"));
     if (transcribe_server::t_guard && flags == 0) {
-        return transcribe_server::t_guard->read(fd, buf, n, real);
+        return transcribe_server::t_guard->read(fd, buf, n, transcribe_server::real_recv());
     }
-    return real(fd, buf, n, flags);
+    return transcribe_server::real_recv()(fd, buf, n, flags);
+}
+
+// glibc declares poll's FDS write-only (for _FORTIFY_SOURCE), so GCC takes reading the caller's events
+// for a read of uninitialised memory.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+extern "C" int poll(pollfd * fds, nfds_t n, int timeout_ms) {
+    if (transcribe_server::t_guard && n == 1 && fds[0].events == POLLIN) {
+        return transcribe_server::t_guard->wait(fds, timeout_ms, transcribe_server::real_poll());
+    }
+    return transcribe_server::real_poll()(fds, n, timeout_ms);
 }

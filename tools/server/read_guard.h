@@ -2,8 +2,9 @@
 // Debian's cpp-httplib (0.11, a shared library) caps neither the size nor the number of header lines,
 // has no deadline for a whole request (its read timeout is per recv, which a byte every few seconds
 // never trips), and counts a chunked body against no limit. Its reads go through the C library's
-// `recv`; this file defines `recv` for the process (the dynamic linker binds httplib's calls to it),
-// which checks the connection the calling server thread is serving, then reads.
+// `recv` and its waits through `poll`; this file defines both for the process (the dynamic linker binds
+// httplib's calls to them), which check the connection the calling server thread is serving, then read
+// or wait.
 #pragma once
 
 #include <httplib.h>
