@@ -36,7 +36,6 @@ ggml_tensor * flash_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor *
     ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
     return o;
 }
-
 } // namespace
 
 namespace ops {
@@ -59,10 +58,9 @@ ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
 
 // ggml's fast F32 matmul on CPU (tinyBLAS) needs the left operand's row count and the shared dimension
 // to be multiples of 4 and 16 and the right operand contiguous; otherwise it takes a dot product per
-// output, 10x slower. So it runs over
-// T_pad = T rounded up to 16 keys: q, k, v are zero-padded, the padded keys' scores are cut off before
-// the softmax and its output is zero-padded back, so those keys get weight exactly 0. (The position
-// columns are padded by the caller.)
+// output, far slower. So it runs over T_pad = T rounded up to 16 keys: q, k, v are zero-padded, the
+// padded keys' scores are cut off before the softmax and its output is zero-padded back, so those keys
+// get weight exactly 0. (The position columns are padded by the caller.)
 ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                      ggml_tensor * bias_u, ggml_tensor * bias_v, float scale) {
     const int64_t T = q->ne[2], T_pad = GGML_PAD(T, 16), R = p->ne[2];
