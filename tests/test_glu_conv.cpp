@@ -6,15 +6,11 @@
 #include "ops/conv.h"
 #include "support.h"
 
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 

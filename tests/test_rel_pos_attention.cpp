@@ -7,15 +7,11 @@
 #include "ops/attention.h"
 #include "support.h"
 
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -93,9 +89,7 @@ struct Operands : test::CpuOperands {
 // Outputs of a size the bound means something for.
 void expect_close(const std::vector<float> & ours, const std::vector<float> & ref) { test::expect_close_to(ours, ref, 1e-5f, 0.2f); }
 
-} // namespace
-
-// The kernel's result for case C, or nothing where this CPU does not run it.
+// The kernel against the formula for case C (skipped where this CPU does not run it).
 void expect_kernel_matches(const Case & c) {
     Operands o(c);
     if (!rel_pos_attention_op_applies(o.q, o.k, o.v, o.p, o.u, o.vb)) {
@@ -105,6 +99,8 @@ void expect_kernel_matches(const Case & c) {
     expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return rel_pos_attention_op(g, o.q, o.k, o.v, o.p, o.u, o.vb, scale); }),
                  o.expected(c, scale));
 }
+
+} // namespace
 
 TEST_P(RelPosAttention, Kernel_matches_the_formula) { expect_kernel_matches(GetParam()); }
 

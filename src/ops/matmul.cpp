@@ -219,6 +219,16 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     return y;
 }
 
+namespace {
+// PRODUCT(fused) of W with the bias B in the kernel's epilogue (fused = B) where the kernel can read it
+// (an F32 vector in host memory), else PRODUCT(nullptr) and ggml's add of B after it.
+template <typename Product> ggml_tensor * with_bias(ggml_context * ctx, const ggml_tensor * w, ggml_tensor * b, Product product) {
+    const bool fuse = is_host_f32_vector(b, w->ne[1]);
+    ggml_tensor * y = product(fuse ? b : nullptr);
+    return b && !fuse ? ggml_add(ctx, y, b) : y;
+}
+} // namespace
+
 namespace ops {
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
@@ -227,17 +237,16 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
         ggml_tensor * x2 = x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
         x2 = ggml_is_contiguous(x2) ? x2 : ggml_cont(ctx, x2);
         x2 = ggml_reshape_2d(ctx, x2, x->ne[0], cols);
-        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
-        ggml_tensor * y = cols <= AVX512_PANEL_SMALL_N ? avx512_gemv_op(ctx, w, x2, fuse_bias ? b : nullptr)
-                                                       : avx512_gemm_op(ctx, w, x2, fuse_bias ? b : nullptr);
-        y = b && !fuse_bias ? ggml_add(ctx, y, b) : y;
+        ggml_tensor * y = with_bias(ctx, w, b, [&](ggml_tensor * fused) {
+            return cols <= AVX512_PANEL_SMALL_N ? avx512_gemv_op(ctx, w, x2, fused) : avx512_gemm_op(ctx, w, x2, fused);
+        });
         return ggml_reshape_4d(ctx, y, w->ne[1], x->ne[1], x->ne[2], x->ne[3]);
     }
     const bool gemm = avx512_gemm_applies(w, x);
     if (gemm || avx512_gemv_applies(w, x)) {
-        const bool fuse_bias = is_host_f32_vector(b, w->ne[1]);
-        ggml_tensor * y = gemm ? avx512_gemm_op(ctx, w, x, fuse_bias ? b : nullptr) : avx512_gemv_op(ctx, w, x, fuse_bias ? b : nullptr);
-        return b && !fuse_bias ? ggml_add(ctx, y, b) : y;
+        return with_bias(ctx, w, b, [&](ggml_tensor * fused) {
+            return gemm ? avx512_gemm_op(ctx, w, x, fused) : avx512_gemv_op(ctx, w, x, fused);
+        });
     }
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     return b ? ggml_add(ctx, y, b) : y;
@@ -268,10 +277,7 @@ std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_te
     if (gemms_share_activations(ws, x)) {
         ggml_tensor * xa = to_activation_type(ctx, x, avx512_gemm_activation_type(ws[0]->type));
         for (size_t i = 0; i < ws.size(); ++i) {
-            ggml_tensor * b = bias(i);
-            const bool fuse_bias = is_host_f32_vector(b, ws[i]->ne[1]);
-            ggml_tensor * y = avx512_gemm_op(ctx, ws[i], xa, fuse_bias ? b : nullptr);
-            ys.push_back(b && !fuse_bias ? ggml_add(ctx, y, b) : y);
+            ys.push_back(with_bias(ctx, ws[i], bias(i), [&](ggml_tensor * fused) { return avx512_gemm_op(ctx, ws[i], xa, fused); }));
         }
         return ys;
     }

@@ -5,8 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,20 +44,20 @@ public:
     // instead, and a client silent until then has its 408. (Before the first byte the waits are
     // httplib's keep-alive polling, which closes a connection that never speaks; after the headers,
     // the body's reads keep httplib's timeout and the rate check below.)
-    int wait(pollfd * fds, int timeout_ms, PollFn real) {
+    int wait(pollfd * fds, int timeout_ms) {
         if (refused_ || !in_header_ || header_ == 0 || timeout_ms <= 0) {
-            return real(fds, 1, timeout_ms);
+            return real_poll()(fds, 1, timeout_ms);
         }
         const double left = limits_.header_seconds - seconds_since(start_);
-        const int    r    = real(fds, 1, std::max(0, int(std::ceil(left * 1000.0))));
+        const int    r    = real_poll()(fds, 1, std::max(0, int(std::ceil(left * 1000.0))));
         if (r != 0) {
             return r;
         }
-        refuse(fds[0].fd, real_recv(), 408, "Request Timeout", "the request headers took longer than the server allows");
+        refuse_slow_headers(fds[0].fd);
         return 0; // httplib's read then fails; its own answer goes nowhere (see read_refused)
     }
 
-    ssize_t read(int fd, void * buf, size_t n, RecvFn real) {
+    ssize_t read(int fd, void * buf, size_t n) {
         if (refused_) {
             errno = ECONNRESET;
             return -1;
@@ -67,15 +67,15 @@ public:
             start_   = Clock::now();
         }
         if (in_header_ && seconds_since(start_) > limits_.header_seconds) {
-            return refuse(fd, real, 408, "Request Timeout", "the request headers took longer than the server allows");
+            return refuse_slow_headers(fd);
         }
         if (!in_header_) {
             const double t = seconds_since(body_start_);
             if (t > limits_.body_grace_s && double(body_) / t < limits_.body_min_rate) {
-                return refuse(fd, real, 408, "Request Timeout", "the request body is arriving too slowly");
+                return refuse(fd, 408, "Request Timeout", "the request body is arriving too slowly");
             }
         }
-        const ssize_t k = real(fd, buf, n, 0);
+        const ssize_t k = real_recv()(fd, buf, n, 0);
         if (k <= 0) {
             return k;
         }
@@ -96,22 +96,26 @@ public:
                 ++line_;
             }
             if (line_ > limits_.header_line || header_ > limits_.header_bytes) {
-                return refuse(fd, real, 431, "Request Header Fields Too Large",
+                return refuse(fd, 431, "Request Header Fields Too Large",
                               "request headers over " + std::to_string(limits_.header_bytes >> 10) + " KiB in all or " +
                                   std::to_string(limits_.header_line >> 10) + " KiB a line");
             }
         }
         if (body_ > limits_.body_bytes) {
-            return refuse(fd, real, 413, "Payload Too Large",
+            return refuse(fd, 413, "Payload Too Large",
                           "upload larger than " + std::to_string(limits_.body_bytes >> 20) + " MiB");
         }
         return k;
     }
 
 private:
+    ssize_t refuse_slow_headers(int fd) {
+        return refuse(fd, 408, "Request Timeout", "the request headers took longer than the server allows");
+    }
+
     // Answers with STATUS in OpenAI's error shape, lets the client read it, and fails the read (httplib
     // then drops the connection without answering again).
-    ssize_t refuse(int fd, RecvFn real, int status, const char * reason, const std::string & message) {
+    ssize_t refuse(int fd, int status, const char * reason, const std::string & message) {
         refused_ = true;
         const std::string body = "{\"error\":{\"message\":\"" + message + "\",\"type\":\"invalid_request_error\",\"param\":null,"
                                  "\"code\":" + std::to_string(status) + "}}";
@@ -127,7 +131,7 @@ private:
         const auto until = Clock::now() + std::chrono::milliseconds(300);
         timeval tv {0, 50000};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        while (Clock::now() < until && real(fd, sink, sizeof sink, 0) > 0) {
+        while (Clock::now() < until && real_recv()(fd, sink, sizeof sink, 0) > 0) {
         }
         std::fprintf(stderr, "transcribe-server: - - %d in=%zu audio_s=- ms=%.1f (%s)\n", status, header_ + body_,
                      1000.0 * seconds_since(start_), message.c_str());
@@ -175,7 +179,7 @@ bool read_refused() { return t_guard && t_guard->refused(); }
 // straight to the C library.
 extern "C" ssize_t recv(int fd, void * buf, size_t n, int flags) {
     if (transcribe_server::t_guard && flags == 0) {
-        return transcribe_server::t_guard->read(fd, buf, n, transcribe_server::real_recv());
+        return transcribe_server::t_guard->read(fd, buf, n);
     }
     return transcribe_server::real_recv()(fd, buf, n, flags);
 }
@@ -187,7 +191,7 @@ extern "C" ssize_t recv(int fd, void * buf, size_t n, int flags) {
 #endif
 extern "C" int poll(pollfd * fds, nfds_t n, int timeout_ms) {
     if (transcribe_server::t_guard && n == 1 && fds[0].events == POLLIN) {
-        return transcribe_server::t_guard->wait(fds, timeout_ms, transcribe_server::real_poll());
+        return transcribe_server::t_guard->wait(fds, timeout_ms);
     }
     return transcribe_server::real_poll()(fds, n, timeout_ms);
 }
