@@ -272,7 +272,7 @@ Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {
     if (slot) {
         return *slot;
     }
-    if (decode_graphs_.size() > 32) { // batch sizes x cache lengths: rebuilt as they come back, not hoarded
+    if (decode_graphs_.size() > 128) { // column counts x cache lengths: rebuilt as they come back, not hoarded
         decode_graphs_.clear();
         return decode_graph(n_batch, n_kv);
     }
@@ -306,18 +306,17 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
     for (size_t b = 0; b < B; ++b) {
         const int seq = seqs[b];
         check_seq(seq);
-        for (size_t c = 0; c < b; ++c) {
-            if (seqs[c] == seq) {
-                fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d twice in one decode step", seq);
-            }
-        }
-        if (n_past_[size_t(seq)] >= n_ctx_) {
-            fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
-        }
         if (n_past_[size_t(seq)] == 0) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d decoded before its prompt", seq);
         }
-        step_pos_[b]  = n_past_[size_t(seq)];
+        int earlier = 0; // this sequence's columns before this one: its positions follow theirs
+        for (size_t c = 0; c < b; ++c) {
+            earlier += seqs[c] == seq;
+        }
+        step_pos_[b] = n_past_[size_t(seq)] + earlier;
+        if (step_pos_[b] >= n_ctx_) {
+            fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
+        }
         step_rows_[b] = int64_t(seq) * n_ctx_ + step_pos_[b];
         last_row      = std::max(last_row, step_rows_[b]);
     }
@@ -355,6 +354,14 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
     for (int seq : seqs) {
         ++n_past_[size_t(seq)];
     }
+}
+
+void Qwen3Decoder::rewind(int seq, int n_past) {
+    check_seq(seq);
+    if (n_past < 1 || n_past > n_past_[size_t(seq)]) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d rewound to %d of its %d positions", seq, n_past, n_past_[size_t(seq)]);
+    }
+    n_past_[size_t(seq)] = n_past;
 }
 
 } // namespace transcribe

@@ -93,9 +93,14 @@ public:
     // copies out the logits at the last position and the spliced input embeddings [T][hidden].
     int32_t prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
     // One decode step of the sequences SEQS together: TOKENS[i] is fed to sequence SEQS[i] at its next
-    // position; NEXT[i] gets its greedy next token and, if LOGITS is given, (*LOGITS)[i] its logits.
+    // position; NEXT[i] gets its greedy next token and, if LOGITS is given, (*LOGITS)[i] its logits. A
+    // sequence listed n times is fed n tokens at its next n positions, in list order, each attending to
+    // the ones before it: a draft's tokens checked in one pass (rewind() then drops those not kept).
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
               std::vector<std::vector<float>> * logits);
+    // Forgets sequence SEQ's positions from N_PAST on (1 <= N_PAST <= n_past(SEQ)); the rows they took
+    // are rewritten by the next tokens fed.
+    void rewind(int seq, int n_past);
 
     int n_past(int seq) const { return n_past_[size_t(seq)]; }
     int n_ctx() const { return n_ctx_; }

@@ -45,6 +45,10 @@ struct RunOptions {
     // This run's share of the session's progress bar (long audio runs pieces).
     float progress_offset = 0.0f;
     float progress_scale  = 1.0f;
+    // Speculative decoding (models whose info says speculative): the draft of this run's audio, in the
+    // model's own token ids (a faster model's transcript, tokenized), which the decoder checks several
+    // tokens a step. It changes how fast the ids come, not which. Ignored under force_tokens.
+    std::function<std::vector<int32_t>(const float * pcm, size_t n_samples)> draft;
 };
 
 // A word with the times the model gives it (models that give word times only).
@@ -77,7 +81,10 @@ struct Transcript {
 struct Timings {
     double mel_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
     double vad_ms = 0; // voice-activity detection over the whole recording, when asked for
+    double draft_ms = 0; // making the drafts of speculative decoding (the draft model's runs)
     int    n_prefill_tokens = 0, n_decode_tokens = 0;
+    int    n_decode_steps = 0; // decoder passes (with a draft, one may yield several tokens)
+    int    n_drafted = 0, n_accepted = 0, n_verify_steps = 0; // draft tokens checked, kept; steps that checked any
 };
 // TOTAL += T, stage by stage.
 void add_timings(Timings & total, const Timings & t);
@@ -122,6 +129,7 @@ struct ModelInfo {
     bool word_timestamps  = false;       // Transcript::words carries model-given times
     bool language_prompt  = false;       // RunOptions::language changes what the model does
     bool token_budget     = true;        // decoding is bounded by max_new_tokens (an LLM); false: by the audio
+    bool speculative      = false;       // decoding checks a draft (RunOptions::draft) several tokens a step
 };
 
 class Model {

@@ -12,6 +12,11 @@ void add_timings(Timings & total, const Timings & t) {
     total.vad_ms += t.vad_ms;
     total.n_prefill_tokens += t.n_prefill_tokens;
     total.n_decode_tokens += t.n_decode_tokens;
+    total.draft_ms += t.draft_ms;
+    total.n_decode_steps += t.n_decode_steps;
+    total.n_drafted += t.n_drafted;
+    total.n_accepted += t.n_accepted;
+    total.n_verify_steps += t.n_verify_steps;
 }
 
 void Session::run_batch(const JobSource & next, const JobDone & done) {

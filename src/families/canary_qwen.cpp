@@ -2,6 +2,7 @@
 // audio rows spliced into a fixed prompt, greedy decoding (spec ../shared/spec/canary-qwen-2.5b.md).
 #include "blocks/qwen3.h"
 #include "blocks/speech_encoder.h"
+#include "decoding/draft_follower.h"
 #include "ops/matmul.h"
 #include "core/npy.h"
 #include "core/system_memory.h"
@@ -37,9 +38,15 @@ private:
         double             audio_ms = 0;
         std::vector<float> logits;      // that produced tok, when the job collects them
         bool               cancelled = false;
+        std::unique_ptr<DraftFollower> draft; // speculative decoding: the draft checked after tok
+        std::vector<int32_t>           proposed; // this step's draft tokens, fed after tok
+        size_t                         column = 0; // where tok is in this step's columns
     };
     void start(Active & a);
     bool take_token(Active & a); // false: the job is complete
+    // The tokens this step's columns gave A (tok's successor, then each proposed token's): taken in
+    // order while they agree with the draft; the cache rows of proposals not kept are dropped.
+    bool take_step(Active & a, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits);
     void finish(Active & a);
     // Progress of a job's stage: jobs in a batch move out of step, so only what moves the bar forward is
     // reported (one job alone reports every stage).
@@ -79,6 +86,7 @@ public:
         }
         info_.architecture = "canary_qwen";
         info_.token_budget = true;
+        info_.speculative  = true;
         info_.name         = file_->get_str("general.name", "canary-qwen");
         info_.max_audio_ms = int(file_->get_u32(a + "max_audio_ms", 40000));
         info_.languages    = file_->has_key(a + "languages") ? file_->get_str_array(a + "languages")
@@ -172,6 +180,13 @@ void CanaryQwenSession::start(Active & a) {
     check_abort("start");
     check_cancelled(o, "start");
     report(o, 0.0f);
+    if (o.draft && !o.force_tokens) {
+        StageTimer draft_timer;
+        a.draft = std::make_unique<DraftFollower>(o.draft(a.job.pcm, a.job.n_samples));
+        timings_.draft_ms += draft_timer.ms();
+        check_abort("draft");
+        check_cancelled(o, "draft");
+    }
 
     Timings enc;
     const std::vector<float> audio_rows = encode_(exec_, a.job.pcm, a.job.n_samples, opt_.n_threads, enc);
@@ -214,6 +229,9 @@ bool CanaryQwenSession::take_token(Active & a) {
         return false;
     }
     a.out.tokens.push_back(a.tok);
+    if (a.draft) {
+        a.draft->observe(a.out.tokens);
+    }
     if (o.on_token) {
         o.on_token(a.tok);
     }
@@ -224,6 +242,35 @@ bool CanaryQwenSession::take_token(Active & a) {
     }
     report(o, 0.5f + 0.5f * float(k + 1) / float(a.max_new));
     return !(o.ignore_eos && int(k + 1) == a.max_new);
+}
+
+bool CanaryQwenSession::take_step(Active & a, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits) {
+    const int n_fed = 1 + int(a.proposed.size());
+    const int first = decoder_.n_past(a.seq) - n_fed; // the cache length before this step
+    int kept = 0;
+    bool more = true;
+    for (;; ++kept) {
+        a.tok = next[a.column + size_t(kept)];
+        if (logits) {
+            a.logits.swap((*logits)[a.column + size_t(kept)]);
+        }
+        more = take_token(a);
+        // A proposal equal to the decoder's own choice was fed where that choice goes: the next column
+        // is then the decoder's token after it.
+        if (!more || size_t(kept) >= a.proposed.size() || a.tok != a.proposed[size_t(kept)]) {
+            break;
+        }
+    }
+    timings_.n_decode_tokens += kept + 1;
+    if (!a.proposed.empty()) {
+        timings_.n_drafted += int(a.proposed.size());
+        timings_.n_accepted += kept;
+        ++timings_.n_verify_steps;
+    }
+    if (more && kept + 1 < n_fed) {
+        decoder_.rewind(a.seq, first + 1 + kept);
+    }
+    return more;
 }
 
 void CanaryQwenSession::finish(Active & a) {
@@ -299,21 +346,25 @@ void CanaryQwenSession::run_batch(const JobSource & next, const JobDone & done) 
         seqs.clear();
         tokens.clear();
         bool want_logits = false;
-        for (const Active & a : active) {
+        for (Active & a : active) {
+            a.column = seqs.size();
             seqs.push_back(a.seq);
             tokens.push_back(a.tok);
             want_logits = want_logits || a.job.options.step_logits;
-        }
-        decoder_.step(seqs, tokens, next_tokens, want_logits ? &step_logits : nullptr);
-        timings_.n_decode_tokens += int(active.size());
-        for (size_t i = 0; i < active.size(); ++i) {
-            active[i].tok = next_tokens[i];
-            if (want_logits) {
-                active[i].logits.swap(step_logits[i]);
+            a.proposed.clear();
+            if (a.draft) {
+                // Every proposal kept adds a token, and the step's last column decides one more.
+                const int budget = a.max_new - int(a.out.tokens.size()) - 1;
+                const int room   = decoder_.n_ctx() - decoder_.n_past(a.seq) - 1;
+                a.proposed = a.draft->propose(std::min(budget, room));
+                seqs.insert(seqs.end(), a.proposed.size(), a.seq);
+                tokens.insert(tokens.end(), a.proposed.begin(), a.proposed.end());
             }
         }
+        decoder_.step(seqs, tokens, next_tokens, want_logits ? &step_logits : nullptr);
+        ++timings_.n_decode_steps;
         for (size_t i = 0; i < active.size();) {
-            if (take_token(active[i])) {
+            if (take_step(active[i], next_tokens, want_logits ? &step_logits : nullptr)) {
                 ++i;
                 continue;
             }
