@@ -99,6 +99,7 @@ typedef struct transcribe_model_info {
     bool         word_timestamps; /* results carry words with the model's own times (transcribe_get_word) */
     bool         language_prompt; /* transcribe_run_params.language changes what the model does */
     bool         token_budget;    /* decoding is bounded by max_new_tokens (an LLM decoder); false: by the audio */
+    bool         speculative;     /* decoding checks a draft (transcribe_run_params.draft) several tokens a step */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -245,6 +246,18 @@ typedef struct transcribe_run_params {
      * NULL: none. (Appended: rebuild older callers.) */
     transcribe_abort_callback abort_callback;
     void *                    abort_user_data;
+    /* Speculative decoding, for models whose info says speculative. DRAFT, a faster model (a Parakeet-TDT),
+     * transcribes each piece of audio on the session's threads first; its text, in this model's tokens and
+     * kept aligned with what has been decoded, proposes the next tokens, which the decoder checks several
+     * in one pass, keeping those equal to its own greedy choices. The ids are those of plain greedy
+     * decoding whatever the draft says (up to the F32 rounding batching also brings); a draft that is
+     * rarely right soon stops being checked. NULL: none. INVALID_ARG for a model that does not decode
+     * with a draft, or a draft model of another sample rate. (Appended: rebuild older callers.) */
+    transcribe_model *        draft;
+    /* For benchmarks and tests: these ids as every piece's draft, instead of a draft model's (n_draft_ids
+     * 0: none). */
+    const int32_t *           draft_ids;
+    int                       n_draft_ids;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
@@ -314,6 +327,13 @@ typedef struct transcribe_timings {
     int    n_prefill_tokens;
     int    n_decode_tokens;
     double vad_ms;           /* voice-activity detection (runs with transcribe_run_params.vad only) */
+    /* Speculative decoding (appended): the draft model's runs, the decoder's passes (n_decode_tokens / n_decode_steps
+     * tokens a pass), the draft tokens checked and kept, and the passes that checked any. */
+    double draft_ms;
+    int    n_decode_steps;
+    int    n_drafted_tokens;
+    int    n_accepted_tokens;
+    int    n_verify_steps;
 } transcribe_timings;
 
 /* Timings of the session's last run, summed over its pieces (load_ms is the model's). */

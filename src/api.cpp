@@ -27,6 +27,7 @@ using namespace transcribe;
 
 struct transcribe_model {
     std::unique_ptr<Model>    impl;
+    uint64_t                  serial = 0; // unique per load: a freed model's address may come back
     std::string               backend;
     std::vector<const char *> language_ptrs;
     double                    load_ms = 0;
@@ -55,6 +56,10 @@ struct transcribe_session {
     // Made on the first run that asks for the VAD model loaded as vad_serial.
     uint64_t                          vad_serial = 0;
     std::unique_ptr<SileroVadSession> vad;
+    // Speculative decoding: a session of the draft model loaded as draft_serial, made on the first run
+    // that asks for it, used only on the thread that drives this session.
+    uint64_t                 draft_serial = 0;
+    std::unique_ptr<Session> draft;
 };
 
 struct transcribe_result {
@@ -129,6 +134,8 @@ struct RunRequest {
     transcribe_vad_params  speech {};
     transcribe_token_callback token_callback  = nullptr;
     void *                    token_user_data = nullptr;
+    transcribe_model *        draft           = nullptr;
+    std::vector<int32_t>      draft_ids;
 };
 
 RunRequest run_request(const transcribe_run_params * p) {
@@ -145,6 +152,11 @@ RunRequest run_request(const transcribe_run_params * p) {
     r.speech                 = p->vad_params;
     r.token_callback         = p->token_callback;
     r.token_user_data        = p->token_user_data;
+    r.draft                  = p->draft;
+    if (p->n_draft_ids < 0 || (p->n_draft_ids > 0 && !p->draft_ids)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: %d draft ids at %p", p->n_draft_ids, (const void *) p->draft_ids);
+    }
+    r.draft_ids.assign(p->draft_ids, p->draft_ids + p->n_draft_ids);
     if (p->abort_callback) {
         r.options.cancelled = [cb = p->abort_callback, ud = p->abort_user_data] { return cb(ud); };
     }
@@ -159,6 +171,23 @@ size_t window_samples(const ModelInfo & info, const RunRequest & req) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
     }
     return window;
+}
+
+// The draft of one piece for speculative decoding: the draft model's transcript of it (run in the
+// session's draft session, on the session's threads), in the main model's tokens.
+std::vector<int32_t> draft_of(transcribe_session * s, transcribe_model * draft, const float * pcm, size_t n,
+                              const std::function<bool()> & cancelled) {
+    if (!s->draft || s->draft_serial != draft->serial) {
+        SessionOptions o = s->options;
+        o.n_batch           = 1;
+        o.progress_callback = nullptr;
+        s->draft.reset();
+        s->draft        = draft->impl->new_session(o);
+        s->draft_serial = draft->serial;
+    }
+    RunOptions o;
+    o.cancelled = cancelled;
+    return s->model->impl->tokenizer().encode(s->draft->run(pcm, n, o).text);
 }
 
 // The checks every run makes of its audio and options, and the options the session gets.
@@ -188,6 +217,24 @@ RunOptions run_options(transcribe_session * s, const float * pcm, size_t n, cons
         if (!known) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "language '%s': model %s transcribes %s only", o.language.c_str(),
                  info.name.c_str(), list.c_str());
+        }
+    }
+    if (req.draft || !req.draft_ids.empty()) {
+        if (!info.speculative) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
+                 info.architecture.c_str());
+        }
+        if (!req.draft_ids.empty()) {
+            o.draft = [ids = req.draft_ids](const float *, size_t) { return ids; };
+        } else {
+            const ModelInfo & d = req.draft->impl->info();
+            if (d.sample_rate != info.sample_rate) {
+                fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s takes %d Hz audio, model %s %d Hz", d.name.c_str(),
+                     d.sample_rate, info.name.c_str(), info.sample_rate);
+            }
+            o.draft = [s, draft = req.draft, cancelled = o.cancelled](const float * piece, size_t n_piece) {
+                return draft_of(s, draft, piece, n_piece, cancelled);
+            };
         }
     }
     return o;
@@ -357,6 +404,8 @@ transcribe_status transcribe_model_load(const char * path, const transcribe_load
         wo.cpu_repack = p.cpu_repack;
         m->impl    = load_model(path, wo, dev);
         m->backend = ggml_backend_dev_name(dev);
+        static std::atomic<uint64_t> loads {0};
+        m->serial  = ++loads;
         for (const auto & l : m->impl->info().languages) {
             m->language_ptrs.push_back(l.c_str());
         }
@@ -386,6 +435,7 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->word_timestamps = i.word_timestamps;
         out->language_prompt = i.language_prompt;
         out->token_budget    = i.token_budget;
+        out->speculative     = i.speculative;
         return TRANSCRIBE_OK;
     });
 }
@@ -533,6 +583,9 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.token_user_data = nullptr;
     p.abort_callback  = nullptr;
     p.abort_user_data = nullptr;
+    p.draft           = nullptr;
+    p.draft_ids       = nullptr;
+    p.n_draft_ids     = 0;
     return p;
 }
 
@@ -748,6 +801,11 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
         out->n_prefill_tokens = t.n_prefill_tokens;
         out->n_decode_tokens  = t.n_decode_tokens;
         out->vad_ms           = t.vad_ms;
+        out->draft_ms          = t.draft_ms;
+        out->n_decode_steps    = t.n_decode_steps;
+        out->n_drafted_tokens  = t.n_drafted;
+        out->n_accepted_tokens = t.n_accepted;
+        out->n_verify_steps    = t.n_verify_steps;
         return TRANSCRIBE_OK;
     });
 }

@@ -461,3 +461,140 @@ TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
     transcribe_session_free(s);
     transcribe_session_free(plain);
 }
+
+// ---- Speculative decoding through the C API ----
+
+namespace {
+transcribe_model * load_cpu(const std::string & name) {
+    transcribe_load_params lp = transcribe_load_params_init();
+    lp.backend = TRANSCRIBE_BACKEND_CPU;
+    transcribe_model * m = nullptr;
+    EXPECT_EQ(transcribe_model_load(test::model(name).c_str(), &lp, &m), TRANSCRIBE_OK);
+    return m;
+}
+} // namespace
+
+// A long recording (four copies of jfk in 12 s pieces): with a draft (the plain run's own ids, so right
+// for the first piece and shifted for the others; and the Parakeet fixture model's transcripts, each
+// piece its own), the ids, texts and segments are the plain run's; the timings count the drafts.
+TEST_F(Api, Drafted_runs_equal_a_plain_run_with_every_draft) {
+    std::vector<float> four;
+    for (int i = 0; i < 4; ++i) {
+        four.insert(four.end(), audio_[0].begin(), audio_[0].end());
+    }
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.max_new_tokens = 12;
+    rp.chunk_ms       = 12000;
+    transcribe_session * s = session();
+    transcribe_result * want = nullptr;
+    ASSERT_EQ(transcribe_run(s, four.data(), four.size(), &rp, &want), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    ASSERT_GE(transcribe_result_n_segments(want), 4);
+    const std::vector<int32_t> own = tokens(want);
+
+    transcribe_model * parakeet = load_cpu("parakeet-tdt-tiny-f32.gguf");
+    for (int kind = 0; kind < 2; ++kind) {
+        transcribe_run_params drafted = rp;
+        if (kind == 0) {
+            drafted.draft_ids   = own.data();
+            drafted.n_draft_ids = int(own.size());
+        } else {
+            drafted.draft = parakeet;
+        }
+        transcribe_result * got = nullptr;
+        ASSERT_EQ(transcribe_run(s, four.data(), four.size(), &drafted, &got), TRANSCRIBE_ERR_OUTPUT_TRUNCATED) << kind;
+        EXPECT_EQ(tokens(got), own) << kind;
+        EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want)) << kind;
+        ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want)) << kind;
+        for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
+            EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << kind << " " << i;
+            EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << kind << " " << i;
+        }
+        transcribe_timings t;
+        ASSERT_EQ(transcribe_session_get_timings(s, &t), TRANSCRIBE_OK);
+        EXPECT_LE(t.n_accepted_tokens, t.n_drafted_tokens) << kind;
+        EXPECT_LE(t.n_decode_steps, t.n_decode_tokens) << kind;
+        if (kind == 0) {
+            EXPECT_GT(t.n_accepted_tokens, 0); // the first piece's draft is its own ids
+            EXPECT_LT(t.n_decode_steps, t.n_decode_tokens);
+        } else {
+            EXPECT_GT(t.draft_ms, 0.0); // the Parakeet model ran on each piece
+        }
+        transcribe_result_free(got);
+    }
+    transcribe_model_free(parakeet);
+    transcribe_result_free(want);
+    transcribe_session_free(s);
+}
+
+// Callers with and without drafts share the batcher's steps; each gets its own ids.
+TEST_F(Api, Batcher_mixes_drafted_and_plain_callers) {
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_batch = 3;
+    transcribe_session * s = session(sp);
+    transcribe_batcher * b = nullptr;
+    ASSERT_EQ(transcribe_batcher_create(s, &b), TRANSCRIBE_OK);
+    transcribe_model * parakeet = load_cpu("parakeet-tdt-tiny-f32.gguf");
+    std::vector<std::vector<int32_t>> golden, got(4);
+    for (const char * c : test::kClips) {
+        golden.push_back(test::golden_ids(c));
+    }
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+        threads.emplace_back([&, i] {
+            transcribe_run_params rp = transcribe_run_params_init();
+            rp.max_new_tokens = 16;
+            rp.ignore_eos     = true;
+            if (i == 0) {
+                rp.draft_ids   = golden[0].data();
+                rp.n_draft_ids = int(golden[0].size());
+            } else if (i == 2) {
+                rp.draft = parakeet;
+            }
+            transcribe_result * r = nullptr;
+            const auto & pcm = audio_[size_t(i)];
+            EXPECT_EQ(transcribe_batcher_run(b, pcm.data(), pcm.size(), &rp, &r), TRANSCRIBE_OK) << i;
+            got[size_t(i)] = r ? tokens(r) : std::vector<int32_t> {};
+            transcribe_result_free(r);
+        });
+    }
+    for (std::thread & t : threads) {
+        t.join();
+    }
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(got[size_t(i)], golden[size_t(i)]) << test::kClips[i];
+    }
+    transcribe_batcher_free(b);
+    transcribe_model_free(parakeet);
+    transcribe_session_free(s);
+}
+
+TEST_F(Api, A_draft_for_a_model_that_cannot_use_one_is_refused) {
+    transcribe_model_info info;
+    ASSERT_EQ(transcribe_model_get_info(model_, &info), TRANSCRIBE_OK);
+    EXPECT_TRUE(info.speculative);
+    transcribe_model * parakeet = load_cpu("parakeet-tdt-tiny-f32.gguf");
+    ASSERT_EQ(transcribe_model_get_info(parakeet, &info), TRANSCRIBE_OK);
+    EXPECT_FALSE(info.speculative);
+    transcribe_session_params sp = transcribe_session_params_init();
+    sp.n_threads = 2;
+    transcribe_session * s = nullptr;
+    ASSERT_EQ(transcribe_session_create(parakeet, &sp, &s), TRANSCRIBE_OK);
+    transcribe_run_params rp = transcribe_run_params_init();
+    rp.draft = model_;
+    transcribe_result * r = nullptr;
+    EXPECT_EQ(transcribe_run(s, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(r, nullptr);
+    EXPECT_NE(std::string(transcribe_last_error()).find("does not decode with a draft"), std::string::npos)
+        << transcribe_last_error();
+    transcribe_session_free(s);
+    transcribe_model_free(parakeet);
+
+    transcribe_session * own = session();
+    rp = transcribe_run_params_init();
+    rp.n_draft_ids = -1;
+    EXPECT_EQ(transcribe_run(own, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
+    rp.n_draft_ids = 3; // and no ids
+    EXPECT_EQ(transcribe_run(own, audio_[0].data(), audio_[0].size(), &rp, &r), TRANSCRIBE_ERR_INVALID_ARG);
+    EXPECT_EQ(r, nullptr);
+    transcribe_session_free(own);
+}

@@ -26,10 +26,11 @@ public:
     // place again in the draft) and the agreement estimate learns whether the draft had it right.
     void observe(const std::vector<int32_t> & decoded);
 
-    float agreement() const { return agreement_; }
+    // The share of recent decoded tokens the draft had right, from an even prior (one hit, one miss).
+    float agreement() const { return (hits_ + 1.0f) / (seen_ + 2.0f); }
     size_t cursor() const { return cursor_; }
 
-    static constexpr float kDefaultColumnCost = 0.08f;
+    static constexpr float kDefaultColumnCost = 0.12f;
     static constexpr int   kMaxProposals      = 16;
 
 private:
@@ -38,7 +39,8 @@ private:
     std::vector<int32_t> draft_;
     float                column_cost_;
     size_t               cursor_    = 0;    // the draft token expected next
-    float                agreement_ = 0.5f; // running share of decoded tokens the draft had right
+    float                hits_ = 0.0f, seen_ = 0.0f; // recent tokens the draft had right, and had at all
+    bool                 missed_    = false; // the last decoded token was not the draft's
 };
 
 // How many of a draft's tokens to check in a step when each is right with probability P and one more

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,7 @@ void quiet(transcribe_log_level level, const char * msg, void *) {
 
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
-    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16";
+    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16", draft_path, draft_ids_path;
     int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
     bool as_json = false, use_mmap = false, no_repack = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
@@ -72,6 +73,10 @@ int main(int argc, char ** argv) {
     app.add_flag("--json", as_json, "print one JSON object with the medians");
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
+    app.add_option("--draft", draft_path, "speculative decoding: a faster model's transcript as the draft (GGUF)");
+    app.add_option("--draft-ids", draft_ids_path,
+                   "speculative decoding with these ids as the draft (a file of whitespace-separated ids)")
+        ->excludes("--draft");
     transcribe_tools::VadOptions vad;
     vad.add_to(app);
     CLI11_PARSE(app, argc, argv);
@@ -111,7 +116,31 @@ int main(int argc, char ** argv) {
         return transcribe_tools::tool_error("transcribe-bench", std::string("--fixed-new-tokens: model ") + info.name + " (" + info.architecture +
                    ") decodes as far as the audio goes, not to a token budget");
     }
+    transcribe_model * draft = nullptr;
+    if (!draft_path.empty() && transcribe_model_load(draft_path.c_str(), &lp, &draft) != TRANSCRIBE_OK) {
+        return die("loading " + draft_path);
+    }
+    std::vector<int32_t> draft_ids;
+    if (!draft_ids_path.empty()) {
+        std::ifstream f(draft_ids_path);
+        long long id = 0;
+        while (f >> id) {
+            if (id < 0 || id >= info.n_vocab) {
+                return transcribe_tools::tool_error("transcribe-bench", "--draft-ids: id " + std::to_string(id) +
+                                                    " outside the vocabulary of " + std::to_string(info.n_vocab));
+            }
+            draft_ids.push_back(int32_t(id));
+        }
+        if (!f.eof()) {
+            return transcribe_tools::tool_error("transcribe-bench", "--draft-ids: " + draft_ids_path +
+                                                " is not a list of whitespace-separated ids");
+        }
+    }
+    const bool drafted = draft || !draft_ids.empty();
     transcribe_run_params rp = transcribe_run_params_init();
+    rp.draft          = draft;
+    rp.draft_ids      = draft_ids.data();
+    rp.n_draft_ids    = int(draft_ids.size());
     rp.max_new_tokens = fixed_new_tokens > 0 ? fixed_new_tokens : max_new_tokens;
     rp.ignore_eos     = fixed_new_tokens > 0;
     rp.vad            = vad_model;
@@ -122,8 +151,10 @@ int main(int argc, char ** argv) {
                                             info.architecture + ") decodes one recording at a time");
     }
 
-    std::vector<double> vad_t, mel, enc, pre, dec, pre_tps, dec_tps, agg_tps, total;
+    std::vector<double> vad_t, draft_t, mel, enc, pre, dec, pre_tps, dec_tps, agg_tps, total;
     int n_prefill = 0, n_decode = 0;
+    transcribe_timings last {};
+    std::vector<int32_t> tokens; // the first recording's ids, last run
     const std::vector<const float *> copies(size_t(batch), audio.samples);
     const std::vector<size_t>        lengths(size_t(batch), audio.n_samples);
     std::vector<transcribe_result *> results(static_cast<size_t>(batch));
@@ -131,6 +162,10 @@ int main(int argc, char ** argv) {
     for (int i = 0; i < warmup + runs; ++i) {
         const transcribe_status st =
             transcribe_run_batch(session, copies.data(), lengths.data(), batch, &rp, results.data(), statuses.data());
+        if (results[0]) {
+            const int32_t * ids = transcribe_result_tokens(results[0]);
+            tokens.assign(ids, ids + transcribe_result_n_tokens(results[0]));
+        }
         for (transcribe_result *& r : results) {
             transcribe_result_free(r);
             r = nullptr;
@@ -144,6 +179,8 @@ int main(int argc, char ** argv) {
         transcribe_timings t;
         transcribe_session_get_timings(session, &t);
         vad_t.push_back(t.vad_ms);
+        draft_t.push_back(t.draft_ms);
+        last = t;
         mel.push_back(t.mel_ms);
         enc.push_back(t.encode_ms);
         pre.push_back(t.prefill_ms);
@@ -152,11 +189,12 @@ int main(int argc, char ** argv) {
         // Per sequence: each of the batch's sequences got a token per step.
         dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / batch / t.decode_ms : 0);
         agg_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
-        total.push_back(t.vad_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
+        total.push_back(t.vad_ms + t.draft_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
         n_prefill = t.n_prefill_tokens / batch;
         n_decode  = t.n_decode_tokens / batch;
     }
     const double audio_s = double(audio.n_samples) / info.sample_rate * batch;
+    const Stat sdr = stat_of(draft_t);
     const Stat sv = stat_of(vad_t), sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
     const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps), sat = stat_of(agg_tps);
     const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
@@ -185,6 +223,16 @@ int main(int argc, char ** argv) {
         if (vad_model) {
             j["vad_ms"] = sv.median;
         }
+        if (drafted) {
+            // Counts of the last timed run (every run decodes the same ids, so the same counts).
+            j["draft_ms"]        = sdr.median;
+            j["decode_steps"]    = last.n_decode_steps / batch;
+            j["drafted_tokens"]  = last.n_drafted_tokens;
+            j["accepted_tokens"] = last.n_accepted_tokens;
+            j["verify_steps"]    = last.n_verify_steps;
+            j["acceptance_rate"] = last.n_drafted_tokens > 0 ? double(last.n_accepted_tokens) / last.n_drafted_tokens : 0.0;
+        }
+        j["tokens"] = tokens;
         std::printf("%s\n", j.dump().c_str());
     } else {
         std::printf("model %s on %s, %s (%.2f s of audio), %d runs after %d warm-up\n", info.name, info.backend,
@@ -193,6 +241,9 @@ int main(int argc, char ** argv) {
         std::printf("%-9s %9s %9s %9s\n", "stage", "median", "min", "max");
         if (vad_model) {
             std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "vad", sv.median, sv.min, sv.max);
+        }
+        if (drafted) {
+            std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "draft", sdr.median, sdr.min, sdr.max);
         }
         const std::pair<const char *, Stat> rows[] = {{"mel", sm}, {"encoder", se}, {"prefill", sp_}, {"decode", sd}, {"total", stot}};
         for (const auto & [name, s] : rows) {
@@ -203,7 +254,11 @@ int main(int argc, char ** argv) {
         if (llm) {
             std::printf("prefill   %9.1f tokens/s (%d tokens)\n", spt.median, n_prefill);
         }
-        std::printf("decode    %9.1f tokens/s (%d steps)\n", sdt.median, n_decode);
+        std::printf("decode    %9.1f tokens/s (%d tokens)\n", sdt.median, n_decode);
+        if (drafted) {
+            std::printf("draft     %d of %d proposed tokens kept, in %d of %d steps\n", last.n_accepted_tokens,
+                        last.n_drafted_tokens, last.n_verify_steps, last.n_decode_steps);
+        }
         if (batch > 1) {
             std::printf("decode    %9.1f tokens/s over the batch of %d\n", sat.median, batch);
         }
@@ -213,6 +268,7 @@ int main(int argc, char ** argv) {
     transcribe_session_free(session);
     transcribe_audio_free(&audio);
     transcribe_vad_model_free(vad_model);
+    transcribe_model_free(draft);
     transcribe_model_free(model);
     return 0;
 }

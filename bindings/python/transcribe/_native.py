@@ -24,7 +24,7 @@ class ModelInfo(ctypes.Structure):
     _fields_ = [("architecture", c_char_p), ("name", c_char_p), ("backend", c_char_p), ("sample_rate", c_int),
                 ("max_audio_ms", c_int), ("n_vocab", c_int), ("n_languages", c_int),
                 ("languages", ctypes.POINTER(c_char_p)), ("load_ms", c_double), ("word_timestamps", c_bool),
-                ("language_prompt", c_bool), ("token_budget", c_bool)]
+                ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -52,13 +52,15 @@ TokenCallback = ctypes.CFUNCTYPE(None, c_int32, ctypes.POINTER(ctypes.c_char), c
 class RunParams(ctypes.Structure):
     _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
                 ("vad", c_void_p), ("vad_params", VadParams), ("token_callback", TokenCallback),
-                ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p)]
+                ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
+                ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int)]
 
 
 class Timings(ctypes.Structure):
     _fields_ = [("load_ms", c_double), ("mel_ms", c_double), ("encode_ms", c_double), ("prefill_ms", c_double),
                 ("decode_ms", c_double), ("n_prefill_tokens", c_int), ("n_decode_tokens", c_int),
-                ("vad_ms", c_double)]
+                ("vad_ms", c_double), ("draft_ms", c_double), ("n_decode_steps", c_int),
+                ("n_drafted_tokens", c_int), ("n_accepted_tokens", c_int), ("n_verify_steps", c_int)]
 
 
 class Word(ctypes.Structure):
