@@ -2,6 +2,7 @@
 // (or on --batch N copies of it decoded together).
 #include "transcribe.h"
 
+#include "../common/draft_option.h"
 #include "../common/tool_errors.h"
 #include "../common/vad_options.h"
 
@@ -55,7 +56,7 @@ void quiet(transcribe_log_level level, const char * msg, void *) {
 
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
-    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16", draft_path, draft_ids_path;
+    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16", draft_ids_path;
     int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
     bool as_json = false, use_mmap = false, no_repack = false;
     app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
@@ -73,7 +74,8 @@ int main(int argc, char ** argv) {
     app.add_flag("--json", as_json, "print one JSON object with the medians");
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
-    app.add_option("--draft", draft_path, "speculative decoding: a faster model's transcript as the draft (GGUF)");
+    transcribe_tools::DraftOption draft_option;
+    draft_option.add_to(app);
     app.add_option("--draft-ids", draft_ids_path,
                    "speculative decoding with these ids as the draft (a file of whitespace-separated ids)")
         ->excludes("--draft");
@@ -117,8 +119,13 @@ int main(int argc, char ** argv) {
                    ") decodes as far as the audio goes, not to a token budget");
     }
     transcribe_model * draft = nullptr;
-    if (!draft_path.empty() && transcribe_model_load(draft_path.c_str(), &lp, &draft) != TRANSCRIBE_OK) {
-        return die("loading " + draft_path);
+    std::string draft_error;
+    if (!draft_option.load(model, lp, &draft, &draft_error)) {
+        return transcribe_tools::tool_error("transcribe-bench", draft_error);
+    }
+    if (!draft_ids_path.empty() && !info.speculative) {
+        return transcribe_tools::tool_error("transcribe-bench", std::string("--draft-ids: model ") + info.name + " (" +
+                                            info.architecture + ") does not decode with a draft");
     }
     std::vector<int32_t> draft_ids;
     if (!draft_ids_path.empty()) {

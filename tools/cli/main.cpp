@@ -4,6 +4,7 @@
 #include "../common/tool_errors.h"
 
 #include "../common/formats.h"
+#include "../common/draft_option.h"
 #include "../common/text_stream.h"
 #include "../common/vad_options.h"
 
@@ -70,6 +71,8 @@ int main(int argc, char ** argv) {
     app.add_flag("--version", show_version, "print the version and exit");
     VadOptions vad;
     vad.add_to(app);
+    DraftOption draft;
+    draft.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -127,9 +130,16 @@ int main(int argc, char ** argv) {
     }
     const Timestamps timestamps =
         timestamps_name == "segment" || !info.word_timestamps ? Timestamps::Segment : Timestamps::Word;
+    transcribe_model * draft_model = nullptr;
+    std::string draft_error;
+    if (!draft.load(model, lp, &draft_model, &draft_error)) {
+        transcribe_model_free(model);
+        return die(draft_error);
+    }
     transcribe_vad_model * vad_model = nullptr;
     if (!vad.load(&vad_model)) {
         const int code = die(std::string("VAD model: ") + transcribe_last_error());
+        transcribe_model_free(draft_model);
         transcribe_model_free(model);
         return code;
     }
@@ -145,6 +155,7 @@ int main(int argc, char ** argv) {
     if ((st = transcribe_session_create(model, &sp, &session)) != TRANSCRIBE_OK) {
         const int code = die(st);
         transcribe_vad_model_free(vad_model);
+        transcribe_model_free(draft_model);
         transcribe_model_free(model);
         return code;
     }
@@ -153,6 +164,7 @@ int main(int argc, char ** argv) {
     rp.chunk_ms       = chunk_ms;
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
+    rp.draft          = draft_model;
 
     std::string output;
     int exit_code = 0;
@@ -223,6 +235,7 @@ int main(int argc, char ** argv) {
     }
     transcribe_session_free(session);
     transcribe_vad_model_free(vad_model);
+    transcribe_model_free(draft_model);
     transcribe_model_free(model);
     if (exit_code) {
         return exit_code;

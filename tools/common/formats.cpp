@@ -176,6 +176,12 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
                                 {"encode_ms", timings->encode_ms},   {"prefill_ms", timings->prefill_ms},
                                 {"decode_ms", timings->decode_ms},   {"n_prefill_tokens", timings->n_prefill_tokens},
                                 {"n_decode_tokens", timings->n_decode_tokens}, {"vad_ms", timings->vad_ms}};
+                if (timings->draft_ms > 0 || timings->n_drafted_tokens > 0) {
+                    j["timings"]["draft_ms"]          = timings->draft_ms;
+                    j["timings"]["n_decode_steps"]    = timings->n_decode_steps;
+                    j["timings"]["n_drafted_tokens"]  = timings->n_drafted_tokens;
+                    j["timings"]["n_accepted_tokens"] = timings->n_accepted_tokens;
+                }
             }
             j["model"]   = model_name;
             j["version"] = transcribe_version();

@@ -4,6 +4,7 @@
 #include "read_guard.h"
 #include "server.h"
 
+#include "../common/draft_option.h"
 #include "../common/vad_options.h"
 
 #include <CLI/CLI.hpp>
@@ -60,8 +61,12 @@ int main(int argc, char ** argv) {
     app.add_option("--cors-origin", cors_origin, "allow browser requests from ORIGIN (answers CORS preflights)");
     transcribe_tools::VadOptions vad;
     vad.add_to(app);
+    transcribe_tools::DraftOption draft;
+    draft.add_to(app);
     CLI11_PARSE(app, argc, argv);
 
+    // Freed after the state: the sessions (which run it) go first.
+    std::unique_ptr<transcribe_model, void (*)(transcribe_model *)> draft_model(nullptr, transcribe_model_free);
     ServerState st;
     if (api_key.empty() && std::getenv("TRANSCRIBE_API_KEY")) {
         api_key = std::getenv("TRANSCRIBE_API_KEY");
@@ -76,6 +81,15 @@ int main(int argc, char ** argv) {
         return 1;
     }
     transcribe_model_get_info(st.model, &st.info);
+    std::string draft_error;
+    transcribe_model * loaded_draft = nullptr;
+    if (!draft.load(st.model, lp, &loaded_draft, &draft_error)) {
+        std::fprintf(stderr, "transcribe-server: error: %s\n", draft_error.c_str());
+        transcribe_model_free(st.model);
+        return 1;
+    }
+    draft_model.reset(loaded_draft);
+    st.draft      = loaded_draft;
     st.vad_params = vad.params;
     if (!vad.load(&st.vad)) {
         std::fprintf(stderr, "transcribe-server: error: VAD model: %s\n", transcribe_last_error());
@@ -139,8 +153,9 @@ int main(int argc, char ** argv) {
     if (listen_fd >= 0) {
         ::listen(listen_fd, 1024);
     }
-    std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel%s, queue %d)\n", host.c_str(), bound,
-                st.info.name, parallel, st.pool->batched() ? " decoded together" : "", queue);
+    std::printf("transcribe-server: listening on http://%s:%d (model %s, %d parallel%s, queue %d%s%s)\n", host.c_str(),
+                bound, st.info.name, parallel, st.pool->batched() ? " decoded together" : "", queue,
+                st.draft ? ", drafts by " : "", st.draft ? draft.model_path.c_str() : "");
     std::fflush(stdout);
     std::atomic<bool> listening_done {false};
     std::thread stopper([&] {

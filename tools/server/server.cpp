@@ -164,13 +164,20 @@ json words_json(const std::vector<OutputWord> & words) {
     return a;
 }
 
-// What every transcription request runs with; LANGUAGE ("" = the model's) must outlive the run.
-transcribe_run_params run_params(const ServerState & st, const std::string & language) {
+// What a transcription request asks for beyond its audio and format.
+struct RunRequest {
+    std::string language; // "" = the model's
+    bool        draft = true; // with the server's draft model, where it has one
+};
+
+// What every transcription request runs with; R must outlive the run.
+transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = st.max_new_tokens;
-    rp.language       = language.empty() ? nullptr : language.c_str();
+    rp.language       = r.language.empty() ? nullptr : r.language.c_str();
     rp.vad            = st.vad;
     rp.vad_params     = st.vad_params;
+    rp.draft          = r.draft ? st.draft : nullptr;
     return rp;
 }
 
@@ -185,17 +192,17 @@ std::string sse_event(const json & data) {
 // the batch's thread) and this one writes what it has made, so a slow client never holds up the
 // decoding; a client that goes away stops the run.
 void stream_transcription(ServerState & st, httplib::Response & res, SessionPool::Lease lease,
-                          const transcribe_audio & audio, const std::string & language) {
+                          const transcribe_audio & audio, const RunRequest & request) {
     struct Job {
-        Job(SessionPool::Lease l, const transcribe_audio & a, std::string lang)
-            : lease(std::move(l)), audio(a), language(std::move(lang)) {}
+        Job(SessionPool::Lease l, const transcribe_audio & a, RunRequest r)
+            : lease(std::move(l)), audio(a), request(std::move(r)) {}
         Job(const Job &) = delete;
         ~Job() { transcribe_audio_free(&audio); }
         SessionPool::Lease lease;
         transcribe_audio   audio;
-        std::string        language;
+        RunRequest         request;
     };
-    auto job = std::make_shared<Job>(std::move(lease), audio, language);
+    auto job = std::make_shared<Job>(std::move(lease), audio, request);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [job, &st](size_t, httplib::DataSink & sink) {
         struct Events {
@@ -207,7 +214,7 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
             std::atomic<bool>       gone {false};
         } ev;
         t_request.audio_s = double(job->audio.n_samples) / st.info.sample_rate;
-        transcribe_run_params rp = run_params(st, job->language);
+        transcribe_run_params rp = run_params(st, job->request);
         rp.token_user_data = &ev;
         rp.token_callback  = [](int32_t, const char * bytes, size_t n, void * user) {
             Events & e = *static_cast<Events *>(user);
@@ -302,7 +309,15 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         send_error(res, 400, "stream: true takes response_format json or text (and no timestamp_granularities)", "stream");
         return;
     }
-    const std::string language = form_field(req, "language", "");
+    RunRequest request;
+    request.language = form_field(req, "language", "");
+    // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
+    const std::string draft = form_field(req, "draft", "true");
+    if (draft != "true" && draft != "false") {
+        send_error(res, 400, "draft must be true or false (got '" + draft + "')", "draft");
+        return;
+    }
+    request.draft = draft == "true";
     // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
 
     // A session first (503 without decoding anything when the queue is full), then the audio, decoded
@@ -330,12 +345,12 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         return;
     }
     if (stream) {
-        stream_transcription(st, res, std::move(lease), audio, language);
+        stream_transcription(st, res, std::move(lease), audio, request);
         return;
     }
     transcribe_result * result = nullptr;
     const transcribe_status status =
-        lease.run(audio.samples, audio.n_samples, run_params(st, language), [&watch] { return watch.closed(); }, &result);
+        lease.run(audio.samples, audio.n_samples, run_params(st, request), [&watch] { return watch.closed(); }, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;
     t_request.audio_s = duration;
     transcribe_audio_free(&audio);
@@ -360,7 +375,7 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
                             {"tokens", s.tokens}, {"truncated", s.truncated}});
         }
         json j = {{"task", "transcribe"},
-                  {"language", language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : language},
+                  {"language", request.language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : request.language},
                   {"duration", duration}, {"text", trimmed(out.text)}};
         if (want_segments) {
             j["segments"] = segs;

@@ -19,6 +19,7 @@ struct ServerState {
     int                          max_new_tokens = 256;
     transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request
     transcribe_vad_params        vad_params = transcribe_vad_params_init();
+    transcribe_model *           draft = nullptr; // --draft: speculative decoding (a request's draft=false opts out)
     size_t                       max_upload_bytes = 64u << 20;
     double                       max_audio_s      = 1800; // --max-audio-s: longer uploads get 413 (0: no limit)
     std::string                  api_key;     // --api-key: required as "Authorization: Bearer KEY" (not on /health)

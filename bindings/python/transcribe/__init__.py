@@ -121,6 +121,7 @@ class Model:
         self._sessions = []  # every thread's, freed with the model
         self._lock = threading.Lock()
         self._vad = {}
+        self._drafts = {}  # draft models loaded here by path, freed after the sessions that ran them
         info = N.ModelInfo()
         _check(N.model_get_info(handle, ctypes.byref(info)))
         self.architecture = info.architecture.decode()
@@ -128,6 +129,7 @@ class Model:
         self.sample_rate = info.sample_rate
         self.languages = [info.languages[i].decode() for i in range(info.n_languages)]
         self.word_timestamps = bool(info.word_timestamps)
+        self.speculative = bool(info.speculative)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -149,11 +151,29 @@ class Model:
                 self._vad[path] = h
             return self._vad[path]
 
+    def _draft_model(self, draft):
+        if isinstance(draft, Model):
+            if draft._handle is None:
+                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the draft model was closed")
+            with self._lock:
+                self._drafts.setdefault(id(draft), draft)  # kept open while this model's sessions may run it
+            return draft._handle
+        with self._lock:
+            key = str(draft)
+            if key not in self._drafts:
+                lp = N.load_params_init()
+                h = ctypes.c_void_p()
+                _check(N.model_load(key.encode(), ctypes.byref(lp), ctypes.byref(h)))
+                self._drafts[key] = h
+            return self._drafts[key]
+
     def transcribe(self, audio: Union[str, Path, Sequence[float]], sample_rate: int = 16000,
                    max_new_tokens: int = 256, vad: Optional[Union[str, Path]] = None,
-                   language: Optional[str] = None) -> Result:
+                   language: Optional[str] = None, draft: Optional[Union[str, Path, "Model"]] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
-        array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio."""
+        array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
+        draft: speculative decoding (models whose .speculative is true) with a faster model's transcript
+        (a GGUF path, loaded once, or an open Model, kept open by this one): the same result, sooner."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -169,6 +189,8 @@ class Model:
             rp.language = language.encode() if language else None
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
+            if draft is not None:
+                rp.draft = self._draft_model(draft)
             session, r = self._session(), ctypes.c_void_p()
             status = N.run(session, a.samples, a.n_samples, ctypes.byref(rp), ctypes.byref(r))
         finally:
@@ -190,8 +212,11 @@ class Model:
             N.session_free(s)
         for h in self._vad.values():
             N.vad_model_free(h)
+        for d in self._drafts.values():
+            if not isinstance(d, Model):  # another Model's weights stay its own to free
+                N.model_free(d)
         N.model_free(self._handle)
-        self._handle, self._sessions, self._vad = None, [], {}
+        self._handle, self._sessions, self._vad, self._drafts = None, [], {}, {}
 
     def __enter__(self):
         return self

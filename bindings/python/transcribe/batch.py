@@ -2,6 +2,7 @@
 
     python3 -m transcribe.batch --model M.gguf --manifest IN.jsonl --out OUT.jsonl
         [--scheduler ADDRESS] [--workers N] [--threads-per-worker T] [--timestamps] [--resume]
+        [--vad VAD.gguf] [--draft DRAFT.gguf]
 
 IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are taken from the manifest's
 folder first), optionally `duration` and `text`. Every output line keeps its input fields and adds
@@ -31,13 +32,14 @@ class ModelPlugin:
 
     name = PLUGIN_NAME
 
-    def __init__(self, model: str, threads: int, max_new_tokens: int, vad: str | None):
+    def __init__(self, model: str, threads: int, max_new_tokens: int, vad: str | None, draft: str | None = None):
         self.model, self.threads, self.max_new_tokens, self.vad = model, threads, max_new_tokens, vad
+        self.draft = draft
 
     def setup(self, worker):
         from . import Model
         worker.transcribe_model = Model(self.model, threads=self.threads)
-        worker.transcribe_options = {"max_new_tokens": self.max_new_tokens, "vad": self.vad}
+        worker.transcribe_options = {"max_new_tokens": self.max_new_tokens, "vad": self.vad, "draft": self.draft}
 
     def teardown(self, worker):
         model = getattr(worker, "transcribe_model", None)
@@ -119,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="keep OUT's lines and transcribe only the rest")
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--vad", help="a Silero VAD GGUF: speech-aware long audio")
+    ap.add_argument("--draft", help="speculative decoding: a faster model's GGUF drafts each file (same text, sooner)")
     a = ap.parse_args(argv)
 
     from distributed import Client, LocalCluster, as_completed
@@ -138,7 +141,9 @@ def main(argv=None) -> int:
         cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        client.register_worker_plugin(ModelPlugin(model, a.threads_per_worker, a.max_new_tokens, a.vad), name=PLUGIN_NAME)
+        draft = str(Path(a.draft).resolve()) if a.draft else None
+        client.register_worker_plugin(ModelPlugin(model, a.threads_per_worker, a.max_new_tokens, a.vad, draft),
+                                      name=PLUGIN_NAME)
         futures, results = {}, {}
         for i in range(start, len(rows)):
             entry, audio, problem = rows[i]
