@@ -60,6 +60,30 @@ class Cli(unittest.TestCase):
             self.assertEqual(together["tokens"], golden[:len(together["tokens"])], c)
             self.assertEqual(together["text"], alone["text"], c)
 
+    def test_draft_model_gives_the_plain_ids(self):
+        """--draft with the Parakeet fixture model: every clip's ids, text and segments are the plain run's
+        (the reference's greedy ids); the JSON timings count the draft; a model that cannot take a draft,
+        and a draft that does not load, are clear errors."""
+        clips = ("jfk", "jfk_div8", "tone_noise_3s")
+        files = [str(FIXTURE / "audio" / f"{c}.wav") for c in clips]
+        for c, f in zip(clips, files):
+            r = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "16", "--json", "--draft", PARAKEET, f)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            golden = json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text())
+            self.assertEqual(j["tokens"], golden[:len(j["tokens"])], c)
+            plain = json.loads(cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "16", "--json", f).stdout)
+            self.assertEqual((j["text"], j["segments"]), (plain["text"], plain["segments"]), c)
+            self.assertGreater(j["timings"]["draft_ms"], 0, c)
+            self.assertLessEqual(j["timings"]["n_accepted_tokens"], j["timings"]["n_drafted_tokens"])
+        r = cli("-m", PARAKEET, "--draft", F32, JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("does not decode with a draft", r.stderr.decode())
+        r = cli("-m", F32, "--draft", "/nonexistent/draft.gguf", JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("/nonexistent/draft.gguf", r.stderr.decode())
+        self.assertIn("--draft", cli("--help").stdout.decode())
+
     def test_json_matches_golden(self):
         golden_ids = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())
         golden_text = (FIXTURE / "golden" / "jfk" / "text.txt").read_text(encoding="utf-8")

@@ -367,6 +367,58 @@ class BatchedServer(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_drafted_and_plain_requests_in_one_batch_keep_their_ids(self):
+        """--draft (the Parakeet fixture model): concurrent requests, half with the draft and half opting out
+        (draft=false), one streamed, share the decode steps; each has the reference's greedy ids. A bad
+        draft value is a 400; a model that cannot take a draft refuses to start."""
+        clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s")
+        server = Server("--parallel", "3", "--queue", "32", "--max-new-tokens", "16", "--kv-type", "f32",
+                        "--draft", PARAKEET_MODEL)
+        self.assertIn("drafts by", server.banner)
+        try:
+            golden = {c: json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text()) for c in clips}
+            audio = {c: (FIXTURE / "audio" / f"{c}.wav").read_bytes() for c in clips}
+
+            def one(i):
+                c = clips[i % 4]
+                fields = {"response_format": "verbose_json"}
+                if i % 2:
+                    fields["draft"] = "false"
+                code, _, body = transcribe(server.base, audio[c], f"{c}.wav", **fields)
+                return c, code, json.loads(body)
+
+            def streamed():
+                import http.client
+                host, port = server.base.split("//")[1].split(":")
+                body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
+                conn = http.client.HTTPConnection(host, int(port), timeout=120)
+                conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+                events = sse_events(conn.getresponse())
+                conn.close()
+                return events
+
+            with cf.ThreadPoolExecutor(max_workers=9) as pool:
+                futures = [pool.submit(one, i) for i in range(8)]
+                stream = pool.submit(streamed)
+                results = [f.result() for f in futures]
+                events = stream.result()
+            for c, code, j in results:
+                self.assertEqual(code, 200, j)
+                tokens = [t for seg in j["segments"] for t in seg["tokens"]]
+                self.assertEqual(tokens, golden[c][:len(tokens)], c)
+                self.assertEqual(len(tokens), 16, c)  # the random-weight model never ends: the budget does
+            self.assertEqual(events[-1]["type"], "transcript.text.done")
+            self.assertEqual(events[-1]["text"], next(j["text"] for c, _, j in results if c == "jfk"))
+            code, _, body = transcribe(server.base, JFK, draft="maybe")
+            self.assertEqual(code, 400, body)
+            self.assertEqual(json.loads(body)["error"]["param"], "draft")
+        finally:
+            self.assertEqual(server.stop(), 0)
+        r = subprocess.run([SERVER, "-m", PARAKEET_MODEL, "--draft", MODEL, "--port", "0"], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("does not decode with a draft", r.stderr)
+
     def test_startup_says_whether_requests_are_batched(self):
         for model, batched in ((MODEL, True), (PARAKEET_MODEL, False)):
             server = Server("--parallel", "2", model=model)

@@ -133,3 +133,24 @@ def test_resume_skips_what_is_done(paths, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "resuming after 5 lines" in r.stderr
     assert part.read_text() == full.read_text()
+
+
+def test_draft_gives_the_cli_s_text(paths, tmp_path):
+    """--draft: each worker drafts with the Parakeet fixture model; every line's text is the CLI's plain one."""
+    canary = paths["models"] / "canary-qwen-tiny-f32.gguf"
+    clips = ["jfk", "jfk_0p7s", "jfk_div8"]
+    man = tmp_path / "in.jsonl"
+    man.write_text("".join(json.dumps({"audio_filepath": str(paths["canary"] / "audio" / f"{c}.wav")}) + "\n"
+                           for c in clips))
+    want = [json.loads(subprocess.run([str(paths["cli"]), "-m", str(canary), "--json", "--max-new-tokens", "24",
+                                       str(paths["canary"] / "audio" / f"{c}.wav")], capture_output=True,
+                                      timeout=60).stdout)["text"].strip() for c in clips]
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "transcribe.batch", "--model", str(canary), "--manifest", str(man),
+                        "--out", str(out), "--workers", "1", "--max-new-tokens", "24",
+                        "--draft", str(paths["models"] / "parakeet-tdt-tiny-f32.gguf")],
+                       capture_output=True, text=True, env=env(paths), timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [g.get("error") for g in got] == [None] * 3
+    assert [g["pred_text"] for g in got] == want

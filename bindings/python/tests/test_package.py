@@ -33,6 +33,29 @@ def test_canary_text_and_tokens_equal_the_cli(paths):
         assert got.timings["encode_ms"] > 0 and got.timings["n_decode_tokens"] > 0
 
 
+def test_draft_gives_the_cli_s_result(paths):
+    """draft= as a path (loaded once) or an open Model: the same text and tokens as the CLI's --draft run and
+    as a plain run; the timings count the draft. A model that cannot take a draft refuses it."""
+    model = transcribe.Model(paths["models"] / "canary-qwen-tiny-f32.gguf", threads=2)
+    parakeet_path = paths["models"] / "parakeet-tdt-tiny-f32.gguf"
+    parakeet = transcribe.Model(parakeet_path, threads=2)
+    assert model.speculative and not parakeet.speculative
+    for clip in CANARY_CLIPS[:2]:
+        audio = paths["canary"] / "audio" / f"{clip}.wav"
+        want = cli_json(paths, model_path(paths, "canary-qwen-tiny-f32.gguf"), audio, "--max-new-tokens", "16",
+                        "--draft", str(parakeet_path))
+        plain = model.transcribe(audio, max_new_tokens=16)
+        for draft in (parakeet_path, parakeet):
+            got = model.transcribe(audio, max_new_tokens=16, draft=draft)
+            assert (got.text, got.tokens) == (want["text"], want["tokens"]) == (plain.text, plain.tokens), clip
+            assert got.timings["draft_ms"] > 0 and got.timings["n_decode_steps"] > 0
+    with pytest.raises(transcribe.TranscribeError) as err:
+        parakeet.transcribe(paths["parakeet"] / "audio" / "jfk.wav", draft=model)
+    assert err.value.status == "INVALID_ARG" and "does not decode with a draft" in err.value.message
+    model.close()
+    parakeet.close()
+
+
 def model_path(paths, name):
     return paths["models"] / name
 
