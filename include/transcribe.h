@@ -252,7 +252,8 @@ typedef struct transcribe_run_params {
      * in one pass, keeping those equal to its own greedy choices. The ids are those of plain greedy
      * decoding whatever the draft says (up to the F32 rounding batching also brings); a draft that is
      * rarely right soon stops being checked. NULL: none. INVALID_ARG for a model that does not decode
-     * with a draft, or a draft model of another sample rate. (Appended: rebuild older callers.) */
+     * with a draft, or a draft model of another sample rate. The session keeps a session of the draft
+     * model: free the sessions before the draft model. (Appended: rebuild older callers.) */
     transcribe_model *        draft;
     /* For benchmarks and tests: these ids as every piece's draft, instead of a draft model's (n_draft_ids
      * 0: none). */
