@@ -39,6 +39,26 @@ protected:
         return std::vector<int32_t>(t, t + transcribe_result_n_tokens(r));
     }
 
+    // GOT has WANT's ids, text, and segments with their times and texts.
+    static void expect_same_transcript(const transcribe_result * got, const transcribe_result * want) {
+        EXPECT_EQ(tokens(got), tokens(want));
+        EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want));
+        ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want));
+        for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
+            EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << i;
+            EXPECT_EQ(transcribe_result_segment_t1_ms(got, i), transcribe_result_segment_t1_ms(want, i)) << i;
+            EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << i;
+        }
+    }
+    // A long recording: jfk four times over (44 s, past one window).
+    static std::vector<float> four_jfk() {
+        std::vector<float> four;
+        for (int i = 0; i < 4; ++i) {
+            four.insert(four.end(), audio_[0].begin(), audio_[0].end());
+        }
+        return four;
+    }
+
     static transcribe_model *              model_;
     static std::vector<std::vector<float>> audio_;
 };
@@ -421,10 +441,7 @@ TEST_F(Api, Batcher_runs_concurrent_callers_together_with_their_own_results) {
 // A long recording (four copies of jfk, cut into 12 s pieces) through the batcher equals transcribe_run
 // on it, piece texts and times included; a streaming caller's tokens arrive in order and spell its text.
 TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
-    std::vector<float> four;
-    for (int i = 0; i < 4; ++i) {
-        four.insert(four.end(), audio_[0].begin(), audio_[0].end());
-    }
+    const std::vector<float> four = four_jfk();
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = 12;
     rp.chunk_ms       = 12000;
@@ -440,14 +457,7 @@ TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
     ASSERT_EQ(transcribe_batcher_create(s, &b), TRANSCRIBE_OK);
     transcribe_result * got = nullptr;
     ASSERT_EQ(transcribe_batcher_run(b, four.data(), four.size(), &rp, &got), TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
-    EXPECT_EQ(tokens(got), tokens(want));
-    EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want));
-    ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want));
-    for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
-        EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << i;
-        EXPECT_EQ(transcribe_result_segment_t1_ms(got, i), transcribe_result_segment_t1_ms(want, i)) << i;
-        EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << i;
-    }
+    expect_same_transcript(got, want);
     std::vector<int32_t> streamed;
     rp.token_callback  = [](int32_t id, const char *, size_t, void * user) { static_cast<std::vector<int32_t> *>(user)->push_back(id); };
     rp.token_user_data = &streamed;
@@ -478,10 +488,7 @@ transcribe_model * load_cpu(const std::string & name) {
 // for the first piece and shifted for the others; and the Parakeet fixture model's transcripts, each
 // piece its own), the ids, texts and segments are the plain run's; the timings count the drafts.
 TEST_F(Api, Drafted_runs_equal_a_plain_run_with_every_draft) {
-    std::vector<float> four;
-    for (int i = 0; i < 4; ++i) {
-        four.insert(four.end(), audio_[0].begin(), audio_[0].end());
-    }
+    const std::vector<float> four = four_jfk();
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = 12;
     rp.chunk_ms       = 12000;
@@ -502,13 +509,8 @@ TEST_F(Api, Drafted_runs_equal_a_plain_run_with_every_draft) {
         }
         transcribe_result * got = nullptr;
         ASSERT_EQ(transcribe_run(s, four.data(), four.size(), &drafted, &got), TRANSCRIBE_ERR_OUTPUT_TRUNCATED) << kind;
-        EXPECT_EQ(tokens(got), own) << kind;
-        EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want)) << kind;
-        ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want)) << kind;
-        for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
-            EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << kind << " " << i;
-            EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << kind << " " << i;
-        }
+        SCOPED_TRACE(kind == 0 ? "draft ids" : "draft model");
+        expect_same_transcript(got, want);
         transcribe_timings t;
         ASSERT_EQ(transcribe_session_get_timings(s, &t), TRANSCRIBE_OK);
         EXPECT_LE(t.n_accepted_tokens, t.n_drafted_tokens) << kind;

@@ -297,6 +297,35 @@ def sse_events(response):
     return [json.loads(e) for e in events]
 
 
+def streamed_jfk(base):
+    """The events of jfk.wav transcribed with stream=true."""
+    import http.client
+    host, port = base.split("//")[1].split(":")
+    body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
+    conn = http.client.HTTPConnection(host, int(port), timeout=120)
+    conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+    events = sse_events(conn.getresponse())
+    conn.close()
+    return events
+
+
+def requests_beside_a_stream(base, n, fields_of=lambda i: {}):
+    """N verbose_json requests cycling the four fixture clips (request I with FIELDS_OF(I) added) and one
+    streamed jfk, all at once: [(clip, status, json)] and the stream's events."""
+    clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s")
+
+    def one(i):
+        c = clips[i % 4]
+        audio = (FIXTURE / "audio" / f"{c}.wav").read_bytes()
+        code, _, body = transcribe(base, audio, f"{c}.wav", response_format="verbose_json", **fields_of(i))
+        return c, code, json.loads(body)
+
+    with cf.ThreadPoolExecutor(max_workers=n + 1) as pool:
+        futures = [pool.submit(one, i) for i in range(n)]
+        stream = pool.submit(streamed_jfk, base)
+        return [f.result() for f in futures], stream.result()
+
+
 class StreamingTest(unittest.TestCase):
     def test_openai_streaming_events(self):
         """stream=true: text/event-stream of transcript.text.delta events, then one transcript.text.done whose
@@ -327,39 +356,23 @@ class StreamingTest(unittest.TestCase):
 class BatchedServer(unittest.TestCase):
     """--parallel N on a model that batches: one session, concurrent requests decoded in the same steps."""
 
+    def assert_golden_ids(self, results, length=None):
+        """Each request its own reference ids (a prefix of them: the budget), whatever ran beside it."""
+        for c, code, j in results:
+            self.assertEqual(code, 200, j)
+            tokens = [t for seg in j["segments"] for t in seg["tokens"]]
+            self.assertTrue(tokens, c)
+            golden = json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text())
+            self.assertEqual(tokens, golden[:len(tokens)], c)
+            if length is not None:
+                self.assertEqual(len(tokens), length, c)
+
     def test_concurrent_requests_decode_together_with_their_own_results(self):
-        clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s")
         server = Server("--parallel", "3", "--queue", "32", "--max-new-tokens", "16", "--kv-type", "f32")
         self.assertIn("decoded together", server.banner)
         try:
-            golden = {c: json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text()) for c in clips}
-            audio = {c: (FIXTURE / "audio" / f"{c}.wav").read_bytes() for c in clips}
-
-            def plain(i):
-                c = clips[i % 4]
-                code, _, body = transcribe(server.base, audio[c], f"{c}.wav", response_format="verbose_json")
-                return c, code, json.loads(body)
-
-            def streamed():
-                import http.client
-                host, port = server.base.split("//")[1].split(":")
-                body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
-                conn = http.client.HTTPConnection(host, int(port), timeout=120)
-                conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-                events = sse_events(conn.getresponse())
-                conn.close()
-                return events
-
-            with cf.ThreadPoolExecutor(max_workers=13) as pool:
-                futures = [pool.submit(plain, i) for i in range(12)]
-                stream = pool.submit(streamed)
-                results = [f.result() for f in futures]
-                events = stream.result()
-            for c, code, j in results:
-                self.assertEqual(code, 200, j)
-                tokens = [t for seg in j["segments"] for t in seg["tokens"]]
-                self.assertTrue(tokens, c)
-                self.assertEqual(tokens, golden[c][:len(tokens)], c)  # each request its own ids, whatever ran beside it
+            results, events = requests_beside_a_stream(server.base, 12)
+            self.assert_golden_ids(results)
             self.assertEqual(events[-1]["type"], "transcript.text.done")
             self.assertEqual("".join(e["delta"] for e in events[:-1]), events[-1]["text"])
             jfk_text = next(j["text"] for c, _, j in results if c == "jfk")
@@ -371,42 +384,12 @@ class BatchedServer(unittest.TestCase):
         """--draft (the Parakeet fixture model): concurrent requests, half with the draft and half opting out
         (draft=false), one streamed, share the decode steps; each has the reference's greedy ids. A bad
         draft value is a 400; a model that cannot take a draft refuses to start."""
-        clips = ("jfk", "jfk_0p7s", "jfk_div8", "tone_noise_3s")
         server = Server("--parallel", "3", "--queue", "32", "--max-new-tokens", "16", "--kv-type", "f32",
                         "--draft", PARAKEET_MODEL)
         self.assertIn("drafts by", server.banner)
         try:
-            golden = {c: json.loads((FIXTURE / "golden" / c / "greedy_ids.json").read_text()) for c in clips}
-            audio = {c: (FIXTURE / "audio" / f"{c}.wav").read_bytes() for c in clips}
-
-            def one(i):
-                c = clips[i % 4]
-                fields = {"response_format": "verbose_json"}
-                if i % 2:
-                    fields["draft"] = "false"
-                code, _, body = transcribe(server.base, audio[c], f"{c}.wav", **fields)
-                return c, code, json.loads(body)
-
-            def streamed():
-                import http.client
-                host, port = server.base.split("//")[1].split(":")
-                body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
-                conn = http.client.HTTPConnection(host, int(port), timeout=120)
-                conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-                events = sse_events(conn.getresponse())
-                conn.close()
-                return events
-
-            with cf.ThreadPoolExecutor(max_workers=9) as pool:
-                futures = [pool.submit(one, i) for i in range(8)]
-                stream = pool.submit(streamed)
-                results = [f.result() for f in futures]
-                events = stream.result()
-            for c, code, j in results:
-                self.assertEqual(code, 200, j)
-                tokens = [t for seg in j["segments"] for t in seg["tokens"]]
-                self.assertEqual(tokens, golden[c][:len(tokens)], c)
-                self.assertEqual(len(tokens), 16, c)  # the random-weight model never ends: the budget does
+            results, events = requests_beside_a_stream(server.base, 8, lambda i: {"draft": "false"} if i % 2 else {})
+            self.assert_golden_ids(results, length=16)  # the random-weight model never ends: the budget does
             self.assertEqual(events[-1]["type"], "transcript.text.done")
             self.assertEqual(events[-1]["text"], next(j["text"] for c, _, j in results if c == "jfk"))
             code, _, body = transcribe(server.base, JFK, draft="maybe")
