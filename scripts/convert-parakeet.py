@@ -121,6 +121,20 @@ def build_plan(src, enc: dict, tdt: dict, outtype: str) -> Plan:
     return p
 
 
+def segment_rules(cfg: dict, where: str) -> tuple:
+    """NeMo's segment separators and gap threshold (frames; 0: none) from the model's decoding section, as
+    RNNTDecoding reads them from the merged decoding config (defaults ['.', '!', '?'] and None)."""
+    decoding = cfg.get("decoding") or {}
+    separators = decoding.get("segment_seperators", [".", "!", "?"])  # NeMo's spelling
+    if separators is None or not isinstance(separators, (list, tuple)) or \
+            not all(isinstance(x, str) and x for x in separators):
+        raise ConvertError(f"{where}: decoding.segment_seperators must be a list of non-empty strings, got {separators!r}")
+    gap = decoding.get("segment_gap_threshold") or 0
+    if not isinstance(gap, int) or isinstance(gap, bool) or gap < 0:
+        raise ConvertError(f"{where}: decoding.segment_gap_threshold must be a frame count, got {gap!r}")
+    return list(separators), gap
+
+
 def convert(args) -> None:
     nemo = NemoArchive(Path(args.nemo))
     cfg = nemo.config
@@ -148,7 +162,9 @@ def convert(args) -> None:
     w.add_uint32(a + "max_symbols", tdt["max_symbols"])
     w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
     w.add_array(a + "punctuation", punct)
-    w.add_array(a + "segment_separators", [".", "?", "!"])  # NeMo's decoding default
+    separators, gap = segment_rules(cfg, where)
+    w.add_array(a + "segment_separators", separators)
+    w.add_uint32(a + "segment_gap_threshold", gap)
     w.add_array(a + "languages", list(cfg.get("languages") or ["en"]))
     w.add_tokenizer_model("llama")  # SentencePiece
     w.add_token_list(pieces)

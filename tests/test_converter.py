@@ -298,6 +298,31 @@ class ParakeetConverter(unittest.TestCase):
         self.assertEqual(types["enc.blk.0.conv.dw.weight"], "F32")
         self.assertNotIn("enc.blk.0.attn.q.bias", types)  # use_bias=false: no conformer biases
 
+    def test_segment_rules_from_the_decoding_section(self):
+        """NeMo's segment separators and gap threshold come from the model's decoding section (the fixture
+        sets neither: NeMo's defaults ['.', '!', '?'] and no gap)."""
+        def rules():
+            g = gguf.GGUFReader(str(self.out))
+            seps = [bytes(g.fields["parakeet_tdt.segment_separators"].parts[i]).decode()
+                    for i in g.fields["parakeet_tdt.segment_separators"].data]
+            gap = g.fields["parakeet_tdt.segment_gap_threshold"]
+            return seps, gap.parts[gap.data[0]].tolist()[0]
+        self.assertEqual(self.convert(PARAKEET_NEMO).returncode, 0)
+        self.assertEqual(rules(), ([".", "!", "?"], 0))
+
+        def custom(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(
+                b"decoding:\n", "decoding:\n  segment_seperators: ['。', '?']\n  segment_gap_threshold: 12\n".encode())
+        r = self.convert_edited(custom)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(rules(), (["。", "?"], 12))
+        self.out.unlink()
+
+        def bad(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(
+                b"decoding:\n", b"decoding:\n  segment_gap_threshold: -3\n")
+        self.expect_error(self.convert_edited(bad), "segment_gap_threshold")
+
     def test_missing_and_unreadable_archives(self):
         self.expect_error(self.convert(self.tmp / "none.nemo"), "not found")
         (self.tmp / "junk.nemo").write_bytes(b"\x00" * 1000)

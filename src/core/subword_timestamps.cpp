@@ -6,7 +6,36 @@ namespace transcribe {
 
 namespace {
 
-bool is_space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// The code point of the UTF-8 sequence at S[I], and its length in bytes (an invalid byte: itself, 1).
+uint32_t code_point_at(const std::string & s, size_t i, size_t * length) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+    if (n == 1 || i + n > s.size()) {
+        *length = 1;
+        return b;
+    }
+    uint32_t cp = b & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+        cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    *length = n;
+    return cp;
+}
+
+// What Python's regular expressions take for \s in a str pattern (str.isspace()).
+bool is_python_space(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+// The last UTF-8 character of S (Python's s[-1]); "" for "".
+std::string last_character(const std::string & s) {
+    size_t start = s.size();
+    while (start > 0 && (static_cast<unsigned char>(s[start - 1]) & 0xC0) == 0x80) {
+        --start; // continuation bytes
+    }
+    return start > 0 ? s.substr(start - 1) : s;
+}
 
 } // namespace
 
@@ -15,9 +44,10 @@ bool SubwordRules::is_punctuation(const std::string & s) const {
 }
 
 void refine_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules) {
+    // NeMo tests offset['char'][0], the first of the token's decoded texts (one text a token): the whole
+    // text, so a piece that only starts with a mark ("'s", "--", ".\"") keeps its own frames.
     for (size_t i = 1; i < tokens.size(); ++i) {
-        const std::string text = tok.decode({tokens[i].id});
-        if (!text.empty() && rules.is_punctuation(text.substr(0, 1))) {
+        if (rules.is_punctuation(tok.decode({tokens[i].id}))) {
             tokens[i].start = tokens[i].end = tokens[i - 1].end;
         }
     }
@@ -111,16 +141,30 @@ std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, con
     };
     for (size_t i = 0; i < words.size(); ++i) {
         const std::string & w = words[i].text;
-        bool ends = false;
-        for (const std::string & sep : rules.segment_separators) {
-            ends = ends || w == sep || (!w.empty() && sep.size() == 1 && w.back() == sep[0]);
+        if (rules.segment_gap_frames > 0 && !parts.empty()) {
+            // With a gap threshold NeMo ends a segment only at a gap once it holds a word: a separator
+            // then ends one only as its first word.
+            if (words[i].start - words[i - 1].end >= rules.segment_gap_frames) {
+                close(i - 1);
+                parts = {w};
+                first = i;
+                continue;
+            }
+        } else if (!w.empty()) {
+            const std::string last = last_character(w);
+            bool ends = false;
+            for (const std::string & sep : rules.segment_separators) {
+                ends = ends || w == sep || last == sep;
+            }
+            if (ends) {
+                parts.push_back(w);
+                close(i);
+                parts.clear();
+                first = i + 1;
+                continue;
+            }
         }
         parts.push_back(w);
-        if (ends && !w.empty()) {
-            close(i);
-            parts.clear();
-            first = i + 1;
-        }
     }
     if (!parts.empty()) {
         close(words.size() - 1);
@@ -129,18 +173,21 @@ std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, con
 }
 
 std::string strip_space_before_punctuation(const std::string & text, const SubwordRules & rules) {
+    // NeMo: re.sub(r'(\s)(p1|p2|...)', r'\2', text), one whitespace character (as Python's \s sees it) before each mark.
     std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (is_space_char(text[i])) {
-            bool before_punct = false;
+    for (size_t i = 0; i < text.size();) {
+        size_t n = 1;
+        const uint32_t cp = code_point_at(text, i, &n);
+        bool before_punct = false;
+        if (is_python_space(cp)) {
             for (const std::string & p : rules.punctuation) {
-                before_punct = before_punct || text.compare(i + 1, p.size(), p) == 0;
-            }
-            if (before_punct) {
-                continue;
+                before_punct = before_punct || (!p.empty() && text.compare(i + n, p.size(), p) == 0);
             }
         }
-        out += text[i];
+        if (!before_punct) {
+            out.append(text, i, n);
+        }
+        i += n;
     }
     return out;
 }

@@ -28,20 +28,24 @@ struct TimedText {
 struct SubwordRules {
     std::vector<std::string> punctuation;        // single characters (NeMo's supported_punctuation)
     std::vector<std::string> segment_separators; // a word ending in one ends a segment
+    int64_t segment_gap_frames = 0;              // > 0: a gap of this many frames ends a segment instead
     bool is_punctuation(const std::string & s) const;
 };
 
-// A token that decodes to a punctuation mark (not the first) starts and ends where the previous token ends.
+// A token whose whole text is a punctuation mark (not the first token) starts and ends where the
+// previous token ends; one that merely starts with one keeps its times.
 void refine_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
 
 // Words: a token whose piece differs from its text (a word-initial piece) starts a word; punctuation
 // joins the word before it.
 std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
 
-// Segments: words joined by spaces up to a word ending in a separator.
+// Segments: words joined by spaces up to a word whose last character is a separator (or that is one);
+// with segment_gap_frames, up to a gap that long between words (a separator then ends a segment only
+// as its first word, as NeMo's get_segment_offsets does).
 std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, const SubwordRules & rules);
 
-// One whitespace character before each punctuation mark removed.
+// One whitespace character (Unicode, as Python's \s) before each punctuation mark removed.
 std::string strip_space_before_punctuation(const std::string & text, const SubwordRules & rules);
 
 } // namespace transcribe

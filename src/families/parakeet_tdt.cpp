@@ -26,6 +26,7 @@ public:
         }
         rules_.punctuation        = f.get_str_array(a + "punctuation");
         rules_.segment_separators = f.get_str_array(a + "segment_separators");
+        rules_.segment_gap_frames = f.get_u32(a + "segment_gap_threshold", 0);
         tokenizer_ = Tokenizer::from_file(f);
         if (tokenizer_->n_vocab() != transducer_.hparams().vocab) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: tokenizer has %d pieces, the decoder %d", f.path().c_str(),
