@@ -4,6 +4,7 @@
 // on a graph built once per batch size and padded KV length; argmax stays on the device.
 #pragma once
 
+#include "blocks/step_decoder.h"
 #include "core/backend.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
@@ -72,12 +73,12 @@ private:
 
 // Per-session decoding state: the KV cache of up to n_seq sequences (each its own stretch of n_ctx
 // rows) and the graphs built for it.
-class Qwen3Decoder {
+class Qwen3Decoder final : public StepDecoder {
 public:
     // A sequence's stretch of the cache is cleared when it is first prefilled, so stretches never used
     // cost no memory on a CPU.
     Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq = 1);
-    ~Qwen3Decoder();
+    ~Qwen3Decoder() override;
     Qwen3Decoder(const Qwen3Decoder &) = delete;
     Qwen3Decoder & operator=(const Qwen3Decoder &) = delete;
 
@@ -92,19 +93,14 @@ public:
     // Restarts sequence SEQ with the prompt from position 0; returns the greedy next token. Optionally
     // copies out the logits at the last position and the spliced input embeddings [T][hidden].
     int32_t prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
-    // One decode step of the sequences SEQS together: TOKENS[i] is fed to sequence SEQS[i] at its next
-    // position; NEXT[i] gets its greedy next token and, if LOGITS is given, (*LOGITS)[i] its logits. A
-    // sequence listed n times is fed n tokens at its next n positions, in list order, each attending to
-    // the ones before it: a draft's tokens checked in one pass (rewind() then drops those not kept).
+    // StepDecoder: one graph a step (built once per column count, and per padded cache length where an
+    // op reads the mask); rewound rows are rewritten by the next tokens fed.
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
-              std::vector<std::vector<float>> * logits);
-    // Forgets sequence SEQ's positions from N_PAST on (1 <= N_PAST <= n_past(SEQ)); the rows they took
-    // are rewritten by the next tokens fed.
-    void rewind(int seq, int n_past);
-
-    int n_past(int seq) const { return n_past_[size_t(seq)]; }
-    int n_ctx() const { return n_ctx_; }
-    int n_seq() const { return n_seq_; }
+              std::vector<std::vector<float>> * logits) override;
+    void rewind(int seq, int n_past) override;
+    int  n_past(int seq) const override { return n_past_[size_t(seq)]; }
+    int  n_ctx() const override { return n_ctx_; }
+    int  n_seq() const override { return n_seq_; }
     // Bytes of cache one sequence's stretch takes.
     static size_t bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_type, int n_ctx);
 

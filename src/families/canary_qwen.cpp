@@ -2,7 +2,7 @@
 // audio rows spliced into a fixed prompt, greedy decoding (spec ../shared/spec/canary-qwen-2.5b.md).
 #include "blocks/qwen3.h"
 #include "blocks/speech_encoder.h"
-#include "decoding/draft_follower.h"
+#include "decoding/continuous_batching.h"
 #include "ops/matmul.h"
 #include "core/npy.h"
 #include "core/system_memory.h"
@@ -19,43 +19,17 @@ constexpr int DEFAULT_N_CTX = 1024; // the model was trained on at most 1024 tok
 class CanaryQwenModel;
 int context_length(const CanaryQwenModel & model, const SessionOptions & opt);
 
-class CanaryQwenSession final : public SessionBase {
+class CanaryQwenSession final : public ContinuousBatchingSession {
 public:
     CanaryQwenSession(const CanaryQwenModel & model, const SessionOptions & opt);
-    Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) override;
-    void run_batch(const JobSource & next, const JobDone & done) override;
-    int  max_batch() const override { return decoder_.n_seq(); }
 
 private:
-    // A job holding one of the decoder's sequences.
-    struct Active {
-        size_t             id  = 0;
-        int                seq = 0;
-        BatchJob           job;
-        Transcript         out;
-        int32_t            tok = 0;     // the greedy (or forced) next token, not yet taken
-        int                max_new = 0;
-        double             audio_ms = 0;
-        std::vector<float> logits;      // that produced tok, when the job collects them
-        bool               cancelled = false;
-        std::unique_ptr<DraftFollower> draft; // speculative decoding: the draft checked after tok
-        std::vector<int32_t>           proposed; // this step's draft tokens, fed after tok
-        size_t                         column = 0; // where tok is in this step's columns
-    };
-    void start(Active & a);
-    bool take_token(Active & a); // false: the job is complete
-    // The tokens this step's columns gave A (tok's successor, then each proposed token's): taken in
-    // order while they agree with the draft; the cache rows of proposals not kept are dropped.
-    bool take_step(Active & a, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits);
-    void finish(Active & a);
-    // Progress of a job's stage: jobs in a batch move out of step, so only what moves the bar forward is
-    // reported (one job alone reports every stage).
-    void report(const RunOptions & o, float f);
+    void start(DecodeJob & a) override;
+    void finish(DecodeJob & a) override;
 
     const CanaryQwenModel & model_;
     SpeechEncoder::Run      encode_;
     Qwen3Decoder            decoder_;
-    float                   progress_high_ = -1.0f;
 };
 
 class CanaryQwenModel final : public Model {
@@ -133,43 +107,17 @@ int batch_size(const SessionOptions & opt, size_t bytes_per_sequence) {
 }
 
 CanaryQwenSession::CanaryQwenSession(const CanaryQwenModel & model, const SessionOptions & opt)
-    : SessionBase(model.device_, opt),
+    : ContinuousBatchingSession(model.device_, opt, decoder_, model.eos_id_),
       model_(model),
       encode_(model.encoder_,
               [&model](ggml_context * ctx, ggml_tensor * enc) { return ops::matmul(ctx, model.proj_w_, enc, model.proj_b_); }),
       decoder_(model.lm_, exec_, opt.kv_type, context_length(model, opt),
                batch_size(opt, Qwen3Decoder::bytes_per_sequence(model.lm_hp_, opt.kv_type, context_length(model, opt)))) {}
 
-Transcript CanaryQwenSession::run(const float * pcm, size_t n_samples, const RunOptions & options) {
-    bool given = false;
-    std::exception_ptr error;
-    Transcript result;
-    run_batch(
-        [&](BatchJob & job) {
-            if (given) {
-                return false;
-            }
-            job   = BatchJob {pcm, n_samples, options};
-            given = true;
-            return true;
-        },
-        [&](size_t, Transcript * t, std::exception_ptr e) {
-            if (t) {
-                result = std::move(*t);
-            }
-            error = e;
-        });
-    if (error) {
-        std::rethrow_exception(error);
-    }
-    return result;
-}
-
 // Length checks, the encoder and the prompt into the job's sequence; a.tok is then the first token.
-void CanaryQwenSession::start(Active & a) {
+void CanaryQwenSession::start(DecodeJob & a) {
     const RunOptions & o = a.job.options;
     check_audio_length(a.job.n_samples, model_.info());
-    a.audio_ms = 1000.0 * double(a.job.n_samples) / model_.info().sample_rate;
     const int n_audio = model_.encoder_.frames(a.job.n_samples);
     a.max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
     const int n_prompt = int(model_.prefix_.size() + model_.suffix_.size()) + n_audio;
@@ -180,13 +128,6 @@ void CanaryQwenSession::start(Active & a) {
     check_abort("start");
     check_cancelled(o, "start");
     report(o, 0.0f);
-    if (o.draft && !o.force_tokens) {
-        StageTimer draft_timer;
-        a.draft = std::make_unique<DraftFollower>(o.draft(a.job.pcm, a.job.n_samples));
-        timings_.draft_ms += draft_timer.ms();
-        check_abort("draft");
-        check_cancelled(o, "draft");
-    }
 
     Timings enc;
     const std::vector<float> audio_rows = encode_(exec_, a.job.pcm, a.job.n_samples, opt_.n_threads, enc);
@@ -212,167 +153,10 @@ void CanaryQwenSession::start(Active & a) {
     report(o, 0.5f);
 }
 
-bool CanaryQwenSession::take_token(Active & a) {
-    const RunOptions & o = a.job.options;
-    const size_t k = a.out.tokens.size();
-    if (o.step_logits) {
-        o.step_logits->push_back(a.logits);
-    }
-    if (o.force_tokens && k < o.force_tokens->size()) {
-        a.tok = (*o.force_tokens)[k];
-    }
-    if (a.tok == model_.eos_id_ && !o.ignore_eos) {
-        return false;
-    }
-    if (int(k) == a.max_new) {
-        a.out.truncated = !o.ignore_eos; // the budget ran out before the end-of-generation token
-        return false;
-    }
-    a.out.tokens.push_back(a.tok);
-    if (a.draft) {
-        a.draft->observe(a.out.tokens);
-    }
-    if (o.on_token) {
-        o.on_token(a.tok);
-    }
-    check_abort("decode");
-    if (o.cancelled && o.cancelled()) {
-        a.cancelled = true;
-        return false;
-    }
-    report(o, 0.5f + 0.5f * float(k + 1) / float(a.max_new));
-    return !(o.ignore_eos && int(k + 1) == a.max_new);
-}
-
-bool CanaryQwenSession::take_step(Active & a, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits) {
-    const int n_fed = 1 + int(a.proposed.size());
-    const int first = decoder_.n_past(a.seq) - n_fed; // the cache length before this step
-    int kept = 0;
-    bool more = true;
-    for (;; ++kept) {
-        a.tok = next[a.column + size_t(kept)];
-        if (logits) {
-            a.logits.swap((*logits)[a.column + size_t(kept)]);
-        }
-        more = take_token(a);
-        // A proposal equal to the decoder's own choice was fed where that choice goes: the next column
-        // is then the decoder's token after it.
-        if (!more || size_t(kept) >= a.proposed.size() || a.tok != a.proposed[size_t(kept)]) {
-            break;
-        }
-    }
-    timings_.n_decode_tokens += kept + 1;
-    if (!a.proposed.empty()) {
-        timings_.n_drafted += int(a.proposed.size());
-        timings_.n_accepted += kept;
-        ++timings_.n_verify_steps;
-    }
-    if (more && kept + 1 < n_fed) {
-        decoder_.rewind(a.seq, first + 1 + kept);
-    }
-    return more;
-}
-
-void CanaryQwenSession::finish(Active & a) {
+void CanaryQwenSession::finish(DecodeJob & a) {
+    const double audio_ms = 1000.0 * double(a.job.n_samples) / model_.info().sample_rate;
     a.out.text = model_.tokenizer().decode(a.out.tokens);
-    a.out.segments.push_back(Segment {0, int64_t(std::llround(a.audio_ms)), a.out.text, a.out.tokens, {}, a.out.truncated});
-    report(a.job.options, 1.0f);
-}
-
-void CanaryQwenSession::report(const RunOptions & o, float f) {
-    const float at = o.progress_offset + o.progress_scale * f;
-    if (at >= progress_high_) {
-        progress_high_ = at;
-        progress(o, f);
-    }
-}
-
-void CanaryQwenSession::run_batch(const JobSource & next, const JobDone & done) {
-    timings_       = Timings {};
-    progress_high_ = -1.0f;
-    std::vector<Active> active;
-    active.reserve(size_t(decoder_.n_seq()));
-    std::vector<int> free_seqs; // the lowest first: a masked attention reads up to the last stretch in use
-    for (int s = decoder_.n_seq() - 1; s >= 0; --s) {
-        free_seqs.push_back(s);
-    }
-    std::vector<int>                seqs;
-    std::vector<int32_t>            tokens, next_tokens;
-    std::vector<std::vector<float>> step_logits;
-    size_t n_jobs = 0;
-    // Hands a job that took its last token (or failed) to DONE and frees its sequence.
-    auto end_job = [&](Active & a, std::exception_ptr error) {
-        free_seqs.push_back(a.seq);
-        if (!error && a.cancelled) {
-            error = std::make_exception_ptr(Error(TRANSCRIBE_ERR_ABORTED, "run cancelled by the caller (decode)"));
-        }
-        if (error) {
-            done(a.id, nullptr, error);
-        } else {
-            finish(a);
-            done(a.id, &a.out, nullptr);
-        }
-    };
-    for (;;) {
-        // New jobs join between steps while there are free sequences.
-        BatchJob job;
-        while (!free_seqs.empty() && next(job)) {
-            Active a;
-            a.id  = n_jobs++;
-            a.seq = free_seqs.back();
-            a.job = std::move(job);
-            job   = BatchJob {};
-            free_seqs.pop_back();
-            try {
-                start(a);
-            } catch (const Error & e) {
-                if (e.status() == TRANSCRIBE_ERR_ABORTED && !(a.job.options.cancelled && a.job.options.cancelled())) {
-                    throw; // the session's abort: everything stops
-                }
-                end_job(a, std::current_exception());
-                continue;
-            }
-            if (take_token(a)) {
-                active.push_back(std::move(a));
-            } else {
-                end_job(a, nullptr);
-            }
-        }
-        if (active.empty()) {
-            return;
-        }
-
-        StageTimer step_timer;
-        seqs.clear();
-        tokens.clear();
-        bool want_logits = false;
-        for (Active & a : active) {
-            a.column = seqs.size();
-            seqs.push_back(a.seq);
-            tokens.push_back(a.tok);
-            want_logits = want_logits || a.job.options.step_logits;
-            a.proposed.clear();
-            if (a.draft) {
-                // Every proposal kept adds a token, and the step's last column decides one more.
-                const int budget = a.max_new - int(a.out.tokens.size()) - 1;
-                const int room   = decoder_.n_ctx() - decoder_.n_past(a.seq) - 1;
-                a.proposed = a.draft->propose(std::min(budget, room));
-                seqs.insert(seqs.end(), a.proposed.size(), a.seq);
-                tokens.insert(tokens.end(), a.proposed.begin(), a.proposed.end());
-            }
-        }
-        decoder_.step(seqs, tokens, next_tokens, want_logits ? &step_logits : nullptr);
-        ++timings_.n_decode_steps;
-        for (size_t i = 0; i < active.size();) {
-            if (take_step(active[i], next_tokens, want_logits ? &step_logits : nullptr)) {
-                ++i;
-                continue;
-            }
-            end_job(active[i], nullptr);
-            active.erase(active.begin() + std::ptrdiff_t(i));
-        }
-        timings_.decode_ms += step_timer.ms();
-    }
+    a.out.segments.push_back(Segment {0, int64_t(std::llround(audio_ms)), a.out.text, a.out.tokens, {}, a.out.truncated});
 }
 
 } // namespace

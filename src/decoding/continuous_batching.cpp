@@ -1,0 +1,203 @@
+#include "continuous_batching.h"
+
+#include <algorithm>
+
+namespace transcribe {
+
+Transcript ContinuousBatchingSession::run(const float * pcm, size_t n_samples, const RunOptions & options) {
+    bool given = false;
+    std::exception_ptr error;
+    Transcript result;
+    run_batch(
+        [&](BatchJob & job) {
+            if (given) {
+                return false;
+            }
+            job   = BatchJob {pcm, n_samples, options};
+            given = true;
+            return true;
+        },
+        [&](size_t, Transcript * t, std::exception_ptr e) {
+            if (t) {
+                result = std::move(*t);
+            }
+            error = e;
+        });
+    if (error) {
+        std::rethrow_exception(error);
+    }
+    return result;
+}
+
+// The family's start, then the job's draft (speculative decoding), made once the prompt is in.
+void ContinuousBatchingSession::start_job(DecodeJob & a) {
+    start(a);
+    const RunOptions & o = a.job.options;
+    if (o.draft && !o.force_tokens) {
+        StageTimer draft_timer;
+        a.draft = std::make_unique<DraftFollower>(o.draft(a.job.pcm, a.job.n_samples));
+        timings_.draft_ms += draft_timer.ms();
+        check_abort("draft");
+        check_cancelled(o, "draft");
+    }
+}
+
+bool ContinuousBatchingSession::take_token(DecodeJob & a) {
+    const RunOptions & o = a.job.options;
+    const size_t k = a.out.tokens.size();
+    if (o.step_logits) {
+        o.step_logits->push_back(a.logits);
+    }
+    if (o.force_tokens && k < o.force_tokens->size()) {
+        a.tok = (*o.force_tokens)[k];
+    }
+    if (a.tok == end_token_ && !o.ignore_eos) {
+        return false;
+    }
+    if (int(k) == a.max_new) {
+        a.out.truncated = !o.ignore_eos; // the budget ran out before the end-of-generation token
+        return false;
+    }
+    a.out.tokens.push_back(a.tok);
+    if (a.draft) {
+        a.draft->observe(a.out.tokens);
+    }
+    if (o.on_token) {
+        o.on_token(a.tok);
+    }
+    check_abort("decode");
+    if (o.cancelled && o.cancelled()) {
+        a.cancelled = true;
+        return false;
+    }
+    report(o, 0.5f + 0.5f * float(k + 1) / float(a.max_new));
+    return !(o.ignore_eos && int(k + 1) == a.max_new);
+}
+
+bool ContinuousBatchingSession::take_step(DecodeJob & a, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits) {
+    const int n_fed = 1 + int(a.proposed.size());
+    const int first = decoder_.n_past(a.seq) - n_fed; // the cache length before this step
+    int kept = 0;
+    bool more = true;
+    for (;; ++kept) {
+        a.tok = next[a.column + size_t(kept)];
+        if (logits) {
+            a.logits.swap((*logits)[a.column + size_t(kept)]);
+        }
+        more = take_token(a);
+        // A proposal equal to the decoder's own choice was fed where that choice goes: the next column
+        // is then the decoder's token after it.
+        if (!more || size_t(kept) >= a.proposed.size() || a.tok != a.proposed[size_t(kept)]) {
+            break;
+        }
+    }
+    timings_.n_decode_tokens += kept + 1;
+    if (!a.proposed.empty()) {
+        timings_.n_drafted += int(a.proposed.size());
+        timings_.n_accepted += kept;
+        ++timings_.n_verify_steps;
+    }
+    if (more && kept + 1 < n_fed) {
+        decoder_.rewind(a.seq, first + 1 + kept);
+    }
+    return more;
+}
+
+void ContinuousBatchingSession::report(const RunOptions & o, float f) {
+    const float at = o.progress_offset + o.progress_scale * f;
+    if (at >= progress_high_) {
+        progress_high_ = at;
+        progress(o, f);
+    }
+}
+
+void ContinuousBatchingSession::run_batch(const JobSource & next, const JobDone & done) {
+    timings_       = Timings {};
+    progress_high_ = -1.0f;
+    std::vector<DecodeJob> active;
+    active.reserve(size_t(decoder_.n_seq()));
+    std::vector<int> free_seqs; // the lowest first: a masked attention reads up to the last stretch in use
+    for (int s = decoder_.n_seq() - 1; s >= 0; --s) {
+        free_seqs.push_back(s);
+    }
+    std::vector<int>                seqs;
+    std::vector<int32_t>            tokens, next_tokens;
+    std::vector<std::vector<float>> step_logits;
+    size_t n_jobs = 0;
+    // Hands a job that took its last token (or failed) to DONE and frees its sequence.
+    auto end_job = [&](DecodeJob & a, std::exception_ptr error) {
+        free_seqs.push_back(a.seq);
+        if (!error && a.cancelled) {
+            error = std::make_exception_ptr(Error(TRANSCRIBE_ERR_ABORTED, "run cancelled by the caller (decode)"));
+        }
+        if (error) {
+            done(a.id, nullptr, error);
+        } else {
+            finish(a);
+            report(a.job.options, 1.0f);
+            done(a.id, &a.out, nullptr);
+        }
+    };
+    for (;;) {
+        // New jobs join between steps while there are free sequences.
+        BatchJob job;
+        while (!free_seqs.empty() && next(job)) {
+            DecodeJob a;
+            a.id  = n_jobs++;
+            a.seq = free_seqs.back();
+            a.job = std::move(job);
+            job   = BatchJob {};
+            free_seqs.pop_back();
+            try {
+                start_job(a);
+            } catch (const Error & e) {
+                if (e.status() == TRANSCRIBE_ERR_ABORTED && !(a.job.options.cancelled && a.job.options.cancelled())) {
+                    throw; // the session's abort: everything stops
+                }
+                end_job(a, std::current_exception());
+                continue;
+            }
+            if (take_token(a)) {
+                active.push_back(std::move(a));
+            } else {
+                end_job(a, nullptr);
+            }
+        }
+        if (active.empty()) {
+            return;
+        }
+
+        StageTimer step_timer;
+        seqs.clear();
+        tokens.clear();
+        bool want_logits = false;
+        for (DecodeJob & a : active) {
+            a.column = seqs.size();
+            seqs.push_back(a.seq);
+            tokens.push_back(a.tok);
+            want_logits = want_logits || a.job.options.step_logits;
+            a.proposed.clear();
+            if (a.draft) {
+                // Every proposal kept adds a token, and the step's last column decides one more.
+                const int budget = a.max_new - int(a.out.tokens.size()) - 1;
+                const int room   = decoder_.n_ctx() - decoder_.n_past(a.seq) - 1;
+                a.proposed = a.draft->propose(std::min(budget, room));
+                seqs.insert(seqs.end(), a.proposed.size(), a.seq);
+                tokens.insert(tokens.end(), a.proposed.begin(), a.proposed.end());
+            }
+        }
+        decoder_.step(seqs, tokens, next_tokens, want_logits ? &step_logits : nullptr);
+        ++timings_.n_decode_steps;
+        for (size_t i = 0; i < active.size();) {
+            if (take_step(active[i], next_tokens, want_logits ? &step_logits : nullptr)) {
+                ++i;
+                continue;
+            }
+            end_job(active[i], nullptr);
+            active.erase(active.begin() + std::ptrdiff_t(i));
+        }
+        timings_.decode_ms += step_timer.ms();
+    }
+}
+
+} // namespace transcribe
