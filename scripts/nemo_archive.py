@@ -216,15 +216,25 @@ def _state_dict_pickle(entries) -> bytes:
 
 
 def write_torch_checkpoint(path: Path, tensors) -> None:
-    """A torch.save zip of the state dict; tensors: iterable of (name, ndarray), each written as it comes."""
+    """A torch.save zip of the state dict; tensors: iterable of (name, ndarray), each written as it comes.
+
+    Python's zipfile switches to ZIP64 records once an offset passes 2 GiB - 1 (its ZIP64_LIMIT), where the
+    format's 32-bit fields hold up to 4 GiB - 1; torch's reader (miniz, torch 1.13) refuses such an
+    archive between 2 and 4 GiB ("invalid header or archive is corrupted"). torch's own writer uses ZIP64
+    only past 4 GiB, and so does this one: the limit is raised while the archive is written."""
     entries = []
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
-        for i, (name, arr) in enumerate(tensors):
-            arr = np.require(arr, requirements="C")  # keeps 0-d tensors 0-d
-            entries.append((name, _DTYPE_STORAGE[arr.dtype], str(i), tuple(arr.shape)))
-            z.writestr(f"model_weights/data/{i}", arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
-        z.writestr("model_weights/data.pkl", _state_dict_pickle(entries))
-        z.writestr("model_weights/version", "3\n")
+    saved_limit = zipfile.ZIP64_LIMIT
+    zipfile.ZIP64_LIMIT = (1 << 32) - 1
+    try:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+            for i, (name, arr) in enumerate(tensors):
+                arr = np.require(arr, requirements="C")  # keeps 0-d tensors 0-d
+                entries.append((name, _DTYPE_STORAGE[arr.dtype], str(i), tuple(arr.shape)))
+                z.writestr(f"model_weights/data/{i}", arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+            z.writestr("model_weights/data.pkl", _state_dict_pickle(entries))
+            z.writestr("model_weights/version", "3\n")
+    finally:
+        zipfile.ZIP64_LIMIT = saved_limit
 
 
 def write_nemo(path: Path, files: dict) -> None:
