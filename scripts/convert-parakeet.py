@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Convert an NVIDIA Parakeet-TDT `.nemo` archive (EncDecRNNTBPEModel, TDT loss) into one transcribe GGUF.
+"""Convert an NVIDIA Parakeet `.nemo` archive into one transcribe GGUF: TDT (EncDecRNNTBPEModel with the TDT
+loss; architecture parakeet_tdt) or CTC (EncDecCTCModelBPE: a ConvASRDecoder head; parakeet_ctc).
 
 Reads the tar, the YAML config, the torch.save'd state dict (restricted unpickler, no torch) and the
 SentencePiece model (python3-sentencepiece); no NeMo. Storage: the FastConformer as for every NeMo
@@ -23,6 +24,7 @@ from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_fronten
 from nemo_archive import NemoArchive
 
 ARCH = "parakeet_tdt"
+CTC_ARCH = "parakeet_ctc"
 MAX_AUDIO_MS = 120000  # per run; longer recordings are cut at pauses (attention memory grows as T^2)
 
 
@@ -58,6 +60,40 @@ def tdt_hparams(cfg: dict, where: str) -> dict:
         return hp
     except (KeyError, TypeError, ValueError) as exc:
         raise ConvertError(f"{where}: not a Parakeet-TDT config (missing or invalid {exc})") from None
+
+
+def is_ctc(cfg: dict) -> bool:
+    """EncDecCTCModelBPE: a ConvASRDecoder head and no joint."""
+    target = str((cfg.get("decoder") or {}).get("_target_", ""))
+    return "joint" not in cfg and target.endswith("ConvASRDecoder")
+
+
+def ctc_hparams(cfg: dict, d_model: int, where: str) -> dict:
+    try:
+        dec = cfg["decoder"]
+        vocabulary = dec.get("vocabulary") or []
+        vocab = int(dec.get("num_classes", -1))
+        if vocab <= 0:
+            vocab = len(vocabulary)
+        if int(dec["feat_in"]) != d_model:
+            raise ConvertError(f"{where}: CTC head feat_in {dec['feat_in']} is not the encoder's d_model {d_model}")
+        if vocab <= 0 or (vocabulary and len(vocabulary) != vocab):
+            raise ConvertError(f"{where}: CTC head of {vocab} classes, vocabulary of {len(vocabulary)}")
+        if not dec.get("add_blank", True):
+            raise ConvertError(f"{where}: a CTC head without a blank (add_blank=false) is not supported")
+        return {"vocab": vocab}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConvertError(f"{where}: not a Parakeet-CTC config (missing or invalid {exc})") from None
+
+
+def build_ctc_plan(src, enc: dict, vocab: int, outtype: str) -> Plan:
+    p = Plan(src, outtype)
+    plan_frontend(p, enc, "preprocessor.", "encoder.")
+    D = enc["d_model"]
+    # The 1x1 convolution over time is a matrix [vocab + 1, d_model]: blank last.
+    p.matrix("ctc.weight", "decoder.decoder_layers.0.weight", (vocab + 1, D, 1), reshape=(vocab + 1, D))
+    p.f32("ctc.bias", "decoder.decoder_layers.0.bias", (vocab + 1,))
+    return p
 
 
 def load_tokenizer(nemo: NemoArchive, vocab: int):
@@ -142,24 +178,32 @@ def convert(args) -> None:
     if "preprocessor" not in cfg or "encoder" not in cfg:
         raise ConvertError(f"{where}: no preprocessor/encoder section: not an ASR model config")
     enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
-    tdt = tdt_hparams(cfg, where)
-    pieces, scores, types, punct, unk_id = load_tokenizer(nemo, tdt["vocab"])
-    plan = build_plan(nemo.checkpoint(), enc, tdt, args.outtype)
+    ctc = is_ctc(cfg)
+    if ctc:
+        arch, head = CTC_ARCH, ctc_hparams(cfg, enc["d_model"], where)
+        vocab = head["vocab"]
+        plan = build_ctc_plan(nemo.checkpoint(), enc, vocab, args.outtype)
+    else:
+        arch, head = ARCH, tdt_hparams(cfg, where)
+        vocab = head["vocab"]
+        plan = build_plan(nemo.checkpoint(), enc, head, args.outtype)
+    pieces, scores, types, punct, unk_id = load_tokenizer(nemo, vocab)
 
     out = Path(args.outfile)
     out.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(str(out), ARCH)
+    w = gguf.GGUFWriter(str(out), arch)
     w.add_name(args.name or Path(args.nemo).stem)
     w.add_file_type(FILE_TYPE[args.outtype])
     add_frontend_keys(w, enc)
-    a = ARCH + "."
-    w.add_uint32(a + "vocab_size", tdt["vocab"])
-    w.add_uint32(a + "blank_id", tdt["vocab"])
-    w.add_uint32(a + "pred_hidden", tdt["pred_hidden"])
-    w.add_uint32(a + "pred_layers", tdt["pred_layers"])
-    w.add_uint32(a + "joint_hidden", tdt["joint_hidden"])
-    w.add_array(a + "durations", tdt["durations"])
-    w.add_uint32(a + "max_symbols", tdt["max_symbols"])
+    a = arch + "."
+    w.add_uint32(a + "vocab_size", vocab)
+    w.add_uint32(a + "blank_id", vocab)
+    if not ctc:
+        w.add_uint32(a + "pred_hidden", head["pred_hidden"])
+        w.add_uint32(a + "pred_layers", head["pred_layers"])
+        w.add_uint32(a + "joint_hidden", head["joint_hidden"])
+        w.add_array(a + "durations", head["durations"])
+        w.add_uint32(a + "max_symbols", head["max_symbols"])
     w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
     w.add_array(a + "punctuation", punct)
     separators, gap = segment_rules(cfg, where)
@@ -172,8 +216,9 @@ def convert(args) -> None:
     w.add_token_types(types)
     w.add_unk_token_id(unk_id)
     plan.write(w)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocab {tdt['vocab']} + blank, "
-          f"durations {tdt['durations']}, outtype {args.outtype})")
+    what = "CTC head" if ctc else f"durations {head['durations']}"
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocab {vocab} + blank, "
+          f"{what}, outtype {args.outtype})")
 
 
 def main() -> int:

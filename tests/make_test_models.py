@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts the tiny fixtures into the GGUF files the tests load. Canary-Qwen: F32 (parity), BF16 (the
 default outtype), F16, and one with a deliberately wrong LoRA scale (alpha = r, scale 1 instead of 4).
-Parakeet-TDT: F32 and BF16 from the .nemo archive."""
+Parakeet-TDT and Parakeet-CTC: F32 and BF16 from the .nemo archives."""
 import argparse
 import json
 import os
@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--converter", required=True)
     ap.add_argument("--parakeet-fixture", required=True)
     ap.add_argument("--parakeet-converter", required=True)
+    ap.add_argument("--parakeet-ctc-fixture", required=True)
     a = ap.parse_args()
     fixture, out = Path(a.fixture), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -42,11 +43,11 @@ def main():
     os.symlink((ckpt / "model.safetensors").resolve(), wrong / "model.safetensors")
     convert(a.converter, wrong, llm, out / "canary-qwen-tiny-wrong-lora.gguf", "f32")
 
-    nemo = Path(a.parakeet_fixture) / "model.nemo"
-    for outtype in ("f32", "bf16"):
-        subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",
-                        str(out / f"parakeet-tdt-tiny-{outtype}.gguf"), "--outtype", outtype,
-                        "--name", "parakeet-tdt-tiny"], check=True)
+    for name, fixture_dir in (("parakeet-tdt-tiny", a.parakeet_fixture), ("parakeet-ctc-tiny", a.parakeet_ctc_fixture)):
+        nemo = Path(fixture_dir) / "model.nemo"
+        for outtype in ("f32", "bf16"):
+            subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",
+                            str(out / f"{name}-{outtype}.gguf"), "--outtype", outtype, "--name", name], check=True)
 
 
 if __name__ == "__main__":

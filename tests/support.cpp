@@ -43,6 +43,11 @@ const Fixture & canary_fixture() {
     return f;
 }
 
+const Fixture & parakeet_ctc_fixture() {
+    static const Fixture f(PARAKEET_CTC_FIXTURE);
+    return f;
+}
+
 const Fixture & parakeet_fixture() {
     static const Fixture f(PARAKEET_FIXTURE);
     return f;

@@ -60,6 +60,22 @@ class Cli(unittest.TestCase):
             self.assertEqual(together["tokens"], golden[:len(together["tokens"])], c)
             self.assertEqual(together["text"], alone["text"], c)
 
+    def test_parakeet_ctc_words_and_segments_are_nemos(self):
+        """A Parakeet-CTC model (parakeet-ctc-tiny): the JSON's text, words and segments are NeMo's."""
+        fixture = PARAKEET_FIXTURE.parent / "parakeet-ctc-tiny"
+        for clip in ("jfk", "tone_noise_3s"):
+            r = cli("-m", str(MODELS / "parakeet-ctc-tiny-f32.gguf"), "--json", str(fixture / "audio" / f"{clip}.wav"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            hyp = json.loads((fixture / "golden" / clip / "hypothesis.json").read_text())
+            self.assertEqual(j["text"], hyp["text"], clip)
+            self.assertEqual([(w["word"], w["t0_ms"], w["t1_ms"]) for w in j["words"]],
+                             [(w["word"], w["start_offset"] * FRAME_MS, w["end_offset"] * FRAME_MS)
+                              for w in hyp["timestamp"]["word"]], clip)
+            self.assertEqual([(s["text"], s["t0_ms"], s["t1_ms"]) for s in j["segments"]],
+                             [(s["segment"], s["start_offset"] * FRAME_MS, s["end_offset"] * FRAME_MS)
+                              for s in hyp["timestamp"]["segment"]], clip)
+
     def test_draft_model_gives_the_plain_ids(self):
         """--draft with the Parakeet fixture model: every clip's ids, text and segments are the plain run's
         (the reference's greedy ids); the JSON timings count the draft; a model that cannot take a draft,

@@ -253,6 +253,7 @@ if __name__ == "__main__":
 
 PARAKEET_CONVERTER = ROOT / "scripts" / "convert-parakeet.py"
 PARAKEET_NEMO = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
+PARAKEET_CTC_NEMO = ROOT / "tests" / "fixtures" / "parakeet-ctc-tiny" / "model.nemo"
 
 
 def nemo_members(path):
@@ -328,6 +329,28 @@ class ParakeetConverter(unittest.TestCase):
         self.assertEqual(types["joint.out.weight"], "BF16")
         self.assertEqual(types["enc.blk.0.conv.dw.weight"], "F32")
         self.assertNotIn("enc.blk.0.attn.q.bias", types)  # use_bias=false: no conformer biases
+
+    def test_a_ctc_checkpoint_is_parakeet_ctc_with_its_head(self):
+        """EncDecCTCModelBPE (a ConvASRDecoder head, no joint): architecture parakeet_ctc, the head's 1x1
+        convolution as a [vocab + 1, d_model] matrix (blank last) and its bias in F32, no transducer keys."""
+        r = self.convert(PARAKEET_CTC_NEMO, "--outtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        field = lambda k: g.fields[k].parts[g.fields[k].data[0]].tolist()
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_ctc")
+        self.assertEqual((field("parakeet_ctc.vocab_size"), field("parakeet_ctc.blank_id")), ([128], [128]))
+        self.assertNotIn("parakeet_ctc.durations", g.fields)
+        tensors = {t.name: t for t in g.tensors}
+        self.assertEqual(list(tensors["ctc.weight"].shape), [64, 129])  # gguf lists ne0 first
+        self.assertEqual(tensors["ctc.weight"].tensor_type.name, "BF16")
+        self.assertEqual(tensors["ctc.bias"].tensor_type.name, "F32")
+        self.assertFalse(any(n.startswith(("joint.", "pred.")) for n in tensors))
+
+        def wrong_width(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"feat_in: 64", b"feat_in: 65", 1)
+        self.members = nemo_members(PARAKEET_CTC_NEMO)
+        self.out.unlink()
+        self.expect_error(self.convert_edited(wrong_width), "feat_in")
 
     def test_segment_rules_from_the_decoding_section(self):
         """NeMo's segment separators and gap threshold come from the model's decoding section (the fixture

@@ -53,6 +53,19 @@ void refine_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer 
     }
 }
 
+void refine_ctc_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules) {
+    for (size_t i = 1; i < tokens.size(); ++i) {
+        const std::string text = tok.decode({tokens[i].id});
+        if (!text.empty()) {
+            size_t n = 1;
+            code_point_at(text, 0, &n);
+            if (rules.is_punctuation(text.substr(0, n))) {
+                tokens[i].end = tokens[i].start;
+            }
+        }
+    }
+}
+
 std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules) {
     std::vector<TimedText> words;
     if (tokens.empty()) {

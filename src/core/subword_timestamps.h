@@ -36,6 +36,11 @@ struct SubwordRules {
 // previous token ends; one that merely starts with one keeps its times.
 void refine_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
 
+// CTC's rule (NeMo's ctc_decoding._refine_timestamps): a token (not the first) whose text STARTS with a
+// punctuation mark ends where it starts (its text is one string there, so offset['char'][0] is its first
+// character, where the transducers' list holds the whole text).
+void refine_ctc_punctuation_times(std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);
+
 // Words: a token whose piece differs from its text (a word-initial piece) starts a word; punctuation
 // joins the word before it.
 std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, const Tokenizer & tok, const SubwordRules & rules);

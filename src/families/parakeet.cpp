@@ -1,0 +1,275 @@
+// NVIDIA Parakeet (NeMo's FastConformer ASR models): NeMo mel -> FastConformer -> a head, decoded
+// greedily as NeMo's greedy_batch decoders do: TDT (EncDecRNNTBPEModel with the TDT loss: the
+// transducer's prediction net and joint, tokens with durations) or CTC (EncDecCTCModelBPE: a linear
+// layer over every frame, the frames' argmaxes folded); SentencePiece text and NeMo's token / word /
+// segment times, each head's token times by its own rules.
+#include "blocks/speech_encoder.h"
+#include "blocks/transducer.h"
+#include "core/npy.h"
+#include "core/subword_timestamps.h"
+#include "decoding/ctc_greedy.h"
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace transcribe {
+
+namespace {
+
+enum class Head { Tdt, Ctc };
+
+class ParakeetModel final : public Model {
+public:
+    ParakeetModel(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device, Head head)
+        : file_(std::move(file)), device_(device), head_(head), encoder_(*file_) {
+        const ModelFile & f = *file_;
+        const std::string a = f.architecture() + ".";
+        vocab_ = int(f.get_u32(a + "vocab_size"));
+        if (vocab_ <= 0 || f.get_u32(a + "blank_id") != uint32_t(vocab_)) {
+            fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: blank id must follow the vocabulary", f.path().c_str());
+        }
+        if (head == Head::Tdt) {
+            transducer_ = std::make_unique<Transducer>(f, transducer_hparams(f), encoder_.hparams().d_model);
+            durations_   = f.get_i32_array(a + "durations");
+            max_symbols_ = int(f.get_u32(a + "max_symbols", 10));
+            if (durations_.empty() || int(durations_.size()) != transducer_->hparams().extra || max_symbols_ <= 0 ||
+                std::any_of(durations_.begin(), durations_.end(), [](int32_t d) { return d < 0 || d > 1000; })) {
+                fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid TDT durations / max_symbols", f.path().c_str());
+            }
+        } else {
+            ctc_w_ = f.matmul_weight("ctc.weight", {encoder_.hparams().d_model, vocab_ + 1});
+            ctc_b_ = f.tensor("ctc.bias", {vocab_ + 1}, {GGML_TYPE_F32});
+        }
+        rules_.punctuation        = f.get_str_array(a + "punctuation");
+        rules_.segment_separators = f.get_str_array(a + "segment_separators");
+        rules_.segment_gap_frames = f.get_u32(a + "segment_gap_threshold", 0);
+        tokenizer_ = Tokenizer::from_file(f);
+        if (tokenizer_->n_vocab() != vocab_) {
+            fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: tokenizer has %d pieces, the decoder %d", f.path().c_str(),
+                 tokenizer_->n_vocab(), vocab_);
+        }
+        info_.architecture    = f.architecture();
+        info_.name            = f.get_str("general.name", f.architecture());
+        info_.max_audio_ms    = int(f.get_u32(a + "max_audio_ms", 120000));
+        info_.languages       = f.has_key(a + "languages") ? f.get_str_array(a + "languages") : std::vector<std::string> {"en"};
+        info_.word_timestamps = true;
+        info_.token_budget    = false;
+        file_->load_weights(device_);
+        encoder_.prepare(*file_, device_);
+        info_.sample_rate = encoder_.sample_rate();
+    }
+
+    std::unique_ptr<Session> new_session(const SessionOptions & options) override;
+
+    static TransducerHParams transducer_hparams(const ModelFile & f) {
+        TransducerHParams hp;
+        hp.vocab        = int(f.get_u32("parakeet_tdt.vocab_size"));
+        hp.pred_hidden  = int(f.get_u32("parakeet_tdt.pred_hidden"));
+        hp.pred_layers  = int(f.get_u32("parakeet_tdt.pred_layers"));
+        hp.joint_hidden = int(f.get_u32("parakeet_tdt.joint_hidden"));
+        hp.extra        = int(f.get_i32_array("parakeet_tdt.durations").size());
+        return hp;
+    }
+
+    // What the encoder stage ends with: the joint's encoder projection (TDT) or the CTC logits.
+    ggml_tensor * encoder_head(ggml_context * ctx, ggml_tensor * enc) const {
+        return head_ == Head::Tdt ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
+    }
+
+    std::unique_ptr<ModelFile>  file_;
+    ggml_backend_dev_t          device_;
+    Head                        head_;
+    SpeechEncoder               encoder_;
+    int                         vocab_ = 0;
+    std::unique_ptr<Transducer> transducer_; // TDT
+    std::vector<int32_t>        durations_;
+    int                         max_symbols_ = 10;
+    ggml_tensor *               ctc_w_ = nullptr, * ctc_b_ = nullptr; // CTC
+    SubwordRules                rules_;
+};
+
+class ParakeetSession final : public SessionBase {
+public:
+    ParakeetSession(const ParakeetModel & model, const SessionOptions & opt)
+        : SessionBase(model.device_, opt),
+          model_(model),
+          encode_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc); }) {
+        if (model.transducer_) {
+            state_ = std::make_unique<TransducerState>(*model.transducer_, exec_);
+        }
+    }
+
+    Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) override;
+
+private:
+    // The greedy decoders: tokens into OUT, each token's NeMo offsets (frames) into TIMED.
+    void decode_tdt(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
+                    std::vector<TimedToken> & timed);
+    void decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, Transcript & out,
+                    std::vector<TimedToken> & timed);
+
+    const ParakeetModel &            model_;
+    SpeechEncoder::Run               encode_;
+    std::unique_ptr<TransducerState> state_; // TDT
+};
+
+std::unique_ptr<Session> ParakeetModel::new_session(const SessionOptions & options) {
+    return std::make_unique<ParakeetSession>(*this, options);
+}
+
+int argmax(const float * v, int n) { return int(std::max_element(v, v + n) - v); }
+
+Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOptions & options) {
+    timings_ = Timings {};
+    check_audio_length(n_samples, model_.info());
+    check_abort("start");
+    check_cancelled(options, "start");
+    progress(options, 0.0f);
+
+    const int T = model_.encoder_.frames(n_samples);
+    const std::vector<float> head_out = encode_(exec_, pcm, n_samples, opt_.n_threads, timings_);
+    check_abort("encoder");
+    check_cancelled(options, "encoder");
+    progress(options, 0.6f);
+
+    StageTimer decode_timer;
+    Transcript out;
+    std::vector<TimedToken> timed;
+    if (model_.head_ == Head::Tdt) {
+        decode_tdt(head_out, T, options, out, timed);
+    } else {
+        decode_ctc(head_out, T, options, out, timed);
+    }
+    timings_.decode_ms = decode_timer.ms();
+
+    // Text and times by NeMo's rules; offsets in encoder frames.
+    out.timed = true;
+    const Tokenizer & tok = model_.tokenizer();
+    const SubwordRules & rules = model_.rules_;
+    out.text = strip_space_before_punctuation(tok.decode(out.tokens), rules);
+    if (model_.head_ == Head::Tdt) {
+        refine_punctuation_times(timed, tok, rules);
+    } else {
+        refine_ctc_punctuation_times(timed, tok, rules);
+    }
+    const int64_t ms = model_.encoder_.frame_ms();
+    const std::vector<TimedText> words = word_offsets(timed, tok, rules);
+    for (const TimedText & w : words) {
+        out.words.push_back({w.text, w.start * ms, w.end * ms});
+    }
+    for (const TimedText & s : segment_offsets(words, rules)) {
+        Segment seg;
+        seg.t0_ms = s.start * ms;
+        seg.t1_ms = s.end * ms;
+        seg.text  = s.text;
+        seg.words.assign(out.words.begin() + long(s.first), out.words.begin() + long(s.first + s.count));
+        const TimedText & last = words[s.first + s.count - 1];
+        seg.tokens.assign(out.tokens.begin() + long(words[s.first].first), out.tokens.begin() + long(last.first + last.count));
+        out.segments.push_back(std::move(seg));
+    }
+    progress(options, 1.0f);
+    return out;
+}
+
+// Greedy TDT: at frame t the joint gives a token and a duration; a token is emitted (the prediction net
+// steps on it) and t advances by its duration (0: stay on the frame, at most max_symbols tokens there);
+// a blank only advances, by at least one frame. A token's offsets: its frame, frame + duration.
+void ParakeetSession::decode_tdt(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
+                                 std::vector<TimedToken> & timed) {
+    const TransducerHParams & hp = model_.transducer_->hparams();
+    const int J = hp.joint_hidden, V1 = hp.vocab + 1;
+    TransducerState & state = *state_;
+    dump_f32("joint_enc_proj", enc_proj, {T, J});
+    state.start();
+    dump_f32("pred_out_sos", state.pred_out(), {hp.pred_hidden});
+    dump_f32("pred_state_sos_h", state.h(), {hp.pred_layers, hp.pred_hidden});
+    dump_f32("pred_state_sos_c", state.c(), {hp.pred_layers, hp.pred_hidden});
+    dump_f32("joint_pred_proj_sos", state.pred_proj(), {J});
+    int on_frame = 0;
+    for (int t = 0; t < T;) {
+        const std::vector<float> & logits = state.joint(&enc_proj[size_t(t) * size_t(J)]);
+        if (options.step_logits) {
+            options.step_logits->push_back(logits);
+        }
+        if (t == 0 && out.tokens.empty() && on_frame == 0) {
+            dump_f32("joint_logits_t0", logits, {int64_t(logits.size())});
+        }
+        const int token    = argmax(logits.data(), V1);
+        const int duration = model_.durations_[size_t(argmax(logits.data() + V1, hp.extra))];
+        if (token == hp.blank()) {
+            t += std::max(duration, 1);
+            on_frame = 0;
+            continue;
+        }
+        out.tokens.push_back(token);
+        if (options.on_token) {
+            options.on_token(token);
+        }
+        out.token_frames.push_back(t);
+        out.token_durations.push_back(duration);
+        timed.push_back({token, t, t + duration});
+        state.predict(token);
+        ++timings_.n_decode_tokens;
+        ++on_frame;
+        if (duration > 0) {
+            t += duration;
+            on_frame = 0;
+        } else if (on_frame >= model_.max_symbols_) {
+            ++t; // the label-looping decoder forces the frame on after max_symbols tokens
+            on_frame = 0;
+        }
+        check_abort("decode");
+        check_cancelled(options, "decode");
+        progress(options, 0.6f + 0.4f * float(std::min(t, T)) / float(T));
+    }
+}
+
+// Greedy CTC (decoding/ctc_greedy); the log-probabilities are made only for dumps and step_logits.
+void ParakeetSession::decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, Transcript & out,
+                                 std::vector<TimedToken> & timed) {
+    const int V1 = model_.vocab_ + 1, blank = model_.vocab_;
+    std::vector<float> log_probs;
+    if (options.step_logits || dump_enabled()) {
+        log_probs.resize(size_t(T) * size_t(V1));
+        for (int t = 0; t < T; ++t) {
+            const float * row = &logits[size_t(t) * size_t(V1)];
+            const double top = *std::max_element(row, row + V1);
+            double sum = 0;
+            for (int v = 0; v < V1; ++v) {
+                sum += std::exp(double(row[v]) - top);
+            }
+            const double log_sum = top + std::log(sum);
+            for (int v = 0; v < V1; ++v) {
+                log_probs[size_t(t) * size_t(V1) + size_t(v)] = float(double(row[v]) - log_sum);
+            }
+            if (options.step_logits) {
+                options.step_logits->emplace_back(log_probs.begin() + long(t) * V1, log_probs.begin() + long(t + 1) * V1);
+            }
+        }
+        dump_f32("log_probs", log_probs, {T, V1});
+    }
+    timed = ctc_greedy(logits.data(), T, V1, blank);
+    for (const TimedToken & t : timed) {
+        out.tokens.push_back(t.id);
+        out.token_frames.push_back(int32_t(t.end)); // its first frame
+        if (options.on_token) {
+            options.on_token(t.id);
+        }
+    }
+    timings_.n_decode_tokens += int(timed.size());
+    check_abort("decode");
+    check_cancelled(options, "decode");
+}
+
+} // namespace
+
+std::unique_ptr<Model> load_parakeet_tdt(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device) {
+    return std::make_unique<ParakeetModel>(std::move(file), device, Head::Tdt);
+}
+
+std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device) {
+    return std::make_unique<ParakeetModel>(std::move(file), device, Head::Ctc);
+}
+
+} // namespace transcribe
