@@ -1,5 +1,7 @@
 #include "support.h"
 
+#include <cstdlib>
+
 #include "core/audio.h"
 
 #include "ggml-alloc.h"
@@ -168,6 +170,22 @@ ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type 
         setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
     }
     const auto pcm = read_wav_16k(clip);
+    r.transcript = session->run(pcm.data(), pcm.size(), ro);
+    unsetenv("TRANSCRIBE_DUMP_DIR");
+    return r;
+}
+
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir) {
+    transcribe::SessionOptions so;
+    so.n_threads = 2;
+    auto session = model.new_session(so);
+    ClipRun r;
+    transcribe::RunOptions ro;
+    ro.step_logits = &r.step_logits;
+    if (!dump_dir.empty()) {
+        setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
+    }
+    const std::vector<float> pcm = fixture.wav_16k(clip);
     r.transcript = session->run(pcm.data(), pcm.size(), ro);
     unsetenv("TRANSCRIBE_DUMP_DIR");
     return r;

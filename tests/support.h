@@ -86,6 +86,14 @@ struct ForcedRun {
 // Teacher-forced on the golden ids: each step's logits are those the reference computed. With a dump
 // directory, the run also writes its TRANSCRIBE_DUMP_DIR files there.
 ForcedRun forced_run(transcribe::Model & model, const std::string & clip, ggml_type kv, const std::string & dump_dir = "");
+// A fixture clip through a fresh 2-thread session of MODEL: its transcript, and what the family gives as
+// step logits (joint evaluations, CTC frames' log-probabilities, LLM steps) in *STEP_LOGITS. With a dump
+// directory, the run also writes its TRANSCRIBE_DUMP_DIR files there.
+struct ClipRun {
+    transcribe::Transcript          transcript;
+    std::vector<std::vector<float>> step_logits;
+};
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir = "");
 // 16 free-running greedy ids (no stop at EOS, like the goldens).
 std::vector<int32_t> greedy(transcribe::Model & model, const std::string & clip, ggml_type kv);
 

@@ -18,22 +18,8 @@ const test::Fixture & fx() { return test::parakeet_ctc_fixture(); }
 const char * kCtcClips[] = {"jfk", "jfk_div8", "tone_noise_3s"};
 constexpr int64_t kFrameMs = 80;
 
-struct Decoded {
-    Transcript                      transcript;
-    std::vector<std::vector<float>> log_probs; // one row a frame
-};
-
-Decoded decode(Model & model, const std::string & clip) {
-    SessionOptions so;
-    so.n_threads = 2;
-    auto session = model.new_session(so);
-    Decoded d;
-    RunOptions ro;
-    ro.step_logits = &d.log_probs;
-    const std::vector<float> pcm = fx().wav_16k(clip);
-    d.transcript = session->run(pcm.data(), pcm.size(), ro);
-    return d;
-}
+// The run's step logits are every frame's log-probabilities.
+test::ClipRun decode(Model & model, const std::string & clip) { return test::run_clip(model, fx(), clip); }
 
 // NeMo's words and segments of a clip, times in ms.
 std::vector<std::tuple<std::string, int64_t, int64_t>> golden_spans(const std::string & clip, const char * kind,
@@ -73,17 +59,17 @@ TEST(ParakeetCtcGolden, Log_probs_decisions_text_and_times_are_nemos) {
     EXPECT_EQ(model->info().architecture, "parakeet_ctc");
     EXPECT_TRUE(model->info().word_timestamps);
     for (const char * clip : kCtcClips) {
-        const Decoded d = decode(*model, clip);
+        const test::ClipRun d = decode(*model, clip);
         const NpyArray want = fx().golden(clip, "log_probs.npy");
-        ASSERT_EQ(d.log_probs.size(), size_t(want.shape[0])) << clip;
+        ASSERT_EQ(d.step_logits.size(), size_t(want.shape[0])) << clip;
         const size_t V1 = size_t(want.shape[1]);
         const std::vector<int> frame_ids = fx().golden_json(clip, "frame_ids.json").get<std::vector<int>>();
         float worst = 0;
-        for (size_t t = 0; t < d.log_probs.size(); ++t) {
-            ASSERT_EQ(d.log_probs[t].size(), V1);
+        for (size_t t = 0; t < d.step_logits.size(); ++t) {
+            ASSERT_EQ(d.step_logits[t].size(), V1);
             const std::vector<float> row(want.f32.begin() + long(t * V1), want.f32.begin() + long((t + 1) * V1));
-            worst = std::max(worst, test::max_abs_diff(d.log_probs[t], row));
-            EXPECT_EQ(int(std::max_element(d.log_probs[t].begin(), d.log_probs[t].end()) - d.log_probs[t].begin()),
+            worst = std::max(worst, test::max_abs_diff(d.step_logits[t], row));
+            EXPECT_EQ(int(std::max_element(d.step_logits[t].begin(), d.step_logits[t].end()) - d.step_logits[t].begin()),
                       frame_ids[t]) << clip << " frame " << t;
         }
         std::printf("%s: log-probabilities within %.3g of NeMo's\n", clip, worst);

@@ -16,25 +16,9 @@ namespace {
 
 const test::Fixture & fx() { return test::parakeet_fixture(); }
 
-struct Decoded {
-    Transcript                      transcript;
-    std::vector<std::vector<float>> evals; // logits of every joint evaluation
-};
-
-Decoded decode(Model & model, const std::string & clip, const std::string & dump_dir = "") {
-    SessionOptions so;
-    so.n_threads = 2;
-    auto session = model.new_session(so);
-    Decoded d;
-    RunOptions ro;
-    ro.step_logits = &d.evals;
-    if (!dump_dir.empty()) {
-        setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
-    }
-    const std::vector<float> pcm = fx().wav_16k(clip);
-    d.transcript = session->run(pcm.data(), pcm.size(), ro);
-    unsetenv("TRANSCRIBE_DUMP_DIR");
-    return d;
+// Every joint evaluation's logits are the run's step logits.
+test::ClipRun decode(Model & model, const std::string & clip, const std::string & dump_dir = "") {
+    return test::run_clip(model, fx(), clip, dump_dir);
 }
 
 class ParakeetGolden : public ::testing::TestWithParam<const char *> {
@@ -69,15 +53,15 @@ TEST_P(ParakeetGolden, Every_stage_matches_within_manifest_tolerance) {
 
 TEST_P(ParakeetGolden, Every_joint_evaluation_matches_the_reference_trace) {
     const std::string clip = GetParam();
-    const Decoded d = decode(*f32_, clip);
+    const test::ClipRun d = decode(*f32_, clip);
     const NpyArray trace = fx().golden(clip, "joint_trace_logits.npy");
     const size_t n_out = size_t(trace.shape[1]);
-    ASSERT_EQ(d.evals.size(), size_t(trace.shape[0])) << clip;
+    ASSERT_EQ(d.step_logits.size(), size_t(trace.shape[0])) << clip;
     const double atol = fx().atol(clip, "joint_trace_logits.npy");
-    for (size_t e = 0; e < d.evals.size(); ++e) {
-        ASSERT_EQ(d.evals[e].size(), n_out);
+    for (size_t e = 0; e < d.step_logits.size(); ++e) {
+        ASSERT_EQ(d.step_logits[e].size(), n_out);
         const std::vector<float> want(trace.f32.begin() + long(e * n_out), trace.f32.begin() + long((e + 1) * n_out));
-        EXPECT_LE(test::max_abs_diff(d.evals[e], want), atol) << clip << " evaluation " << e;
+        EXPECT_LE(test::max_abs_diff(d.step_logits[e], want), atol) << clip << " evaluation " << e;
     }
 }
 
