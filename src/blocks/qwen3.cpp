@@ -141,67 +141,24 @@ size_t Qwen3Decoder::bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_ty
 }
 
 Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq)
-    : lm_(lm), exec_(exec), n_ctx_(n_ctx), n_seq_(n_seq), n_past_(size_t(n_seq), 0), cleared_(size_t(n_seq), false) {
-    if (n_seq < 1 || n_ctx < 1) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "a decoder needs at least one sequence of one position (%d x %d)", n_seq, n_ctx);
-    }
-    const Qwen3HParams & hp = lm.hparams();
-    ggml_init_params params = {ggml_tensor_overhead() * size_t(2 * hp.n_layers + 2), nullptr, true};
-    cache_ctx_ = ggml_init(params);
-    const int64_t rows = int64_t(n_ctx) * n_seq;
-    for (int i = 0; i < hp.n_layers; ++i) {
-        k_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, rows));
-        v_cache_.push_back(ggml_new_tensor_2d(cache_ctx_, kv_type, int64_t(hp.head_dim) * hp.n_kv_heads, rows));
-    }
-    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, exec.buffer_type());
-    if (!cache_buf_) {
-        ggml_free(cache_ctx_); // a throwing constructor runs no destructor
-        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the KV cache (%d sequences of %d positions)", n_seq, n_ctx);
-    }
-}
-
-Qwen3Decoder::~Qwen3Decoder() {
-    if (cache_buf_) {
-        ggml_backend_buffer_free(cache_buf_);
-    }
-    if (cache_ctx_) {
-        ggml_free(cache_ctx_);
-    }
-}
-
-void Qwen3Decoder::check_seq(int seq) const {
-    if (seq < 0 || seq >= n_seq_) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d of a decoder for %d", seq, n_seq_);
-    }
-}
+    : lm_(lm),
+      exec_(exec),
+      cache_(exec, lm.hparams().n_layers, int64_t(lm.hparams().head_dim) * lm.hparams().n_kv_heads, kv_type, n_ctx, n_seq,
+             "KV cache") {}
 
 int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits,
                               std::vector<float> * input_embd) {
-    check_seq(seq);
+    cache_.check_seq(seq);
     std::string key = std::to_string(seq) + ":";
     int T = 0;
     for (const Piece & p : prompt) {
         key += (p.rows ? "e" : "i") + std::to_string(p.length()) + ",";
         T += p.length();
     }
-    if (T <= 0 || T > n_ctx_) {
-        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "prompt of %d positions does not fit the context of %d", T, n_ctx_);
-    }
-    // Rows past a position are masked, but must not hold NaNs (0 * NaN = NaN) where ggml's flash
-    // attention reads them: a step's masked attention reads every stretch up to the last one in use.
-    for (int s = 0; s <= seq; ++s) {
-        if (!cleared_[size_t(s)]) {
-            for (std::vector<ggml_tensor *> * cache : {&k_cache_, &v_cache_}) {
-                for (ggml_tensor * t : *cache) {
-                    ggml_backend_tensor_memset(t, 0, size_t(s) * size_t(n_ctx_) * t->nb[1], size_t(n_ctx_) * t->nb[1]);
-                }
-            }
-            cleared_[size_t(s)] = true;
-        }
-    }
+    cache_.restart(seq, T);
     auto & slot = prefill_graphs_[key];
     if (!slot) {
-        if (prefill_graphs_.size() > size_t(8 + n_seq_)) { // a few audio lengths recur; don't hoard graphs for every one
+        if (prefill_graphs_.size() > size_t(8 + cache_.n_seq())) { // a few audio lengths recur; don't hoard graphs for every one
             prefill_graphs_.clear();
             return prefill(seq, prompt, logits, input_embd);
         }
@@ -217,12 +174,8 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
         }
         g->output(x, "input_embd");
         // The prompt sees its own sequence's stretch of the cache as a cache of its own.
-        std::vector<ggml_tensor *> k_seq, v_seq;
-        for (size_t il = 0; il < k_cache_.size(); ++il) {
-            for (auto [from, to] : {std::pair {k_cache_[il], &k_seq}, std::pair {v_cache_[il], &v_seq}}) {
-                to->push_back(ggml_view_2d(ctx, from, from->ne[0], n_ctx_, from->nb[1], size_t(seq) * size_t(n_ctx_) * from->nb[1]));
-            }
-        }
+        const std::vector<ggml_tensor *> k_seq = cache_.stretch(ctx, cache_.k(), seq);
+        const std::vector<ggml_tensor *> v_seq = cache_.stretch(ctx, cache_.v(), seq);
         const Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
         output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1)));
         slot = std::move(g);
@@ -263,7 +216,7 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
     if (input_embd) {
         tensor_get_f32(g.get("input_embd"), *input_embd);
     }
-    n_past_[size_t(seq)] = T;
+    cache_.set_past(seq, T);
     return next;
 }
 
@@ -279,7 +232,7 @@ Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {
     auto g = std::make_unique<Graph>(16384, "decode");
     ggml_context * ctx = g->ctx();
     ggml_tensor * x = lm_.embed(ctx, g->input("token", GGML_TYPE_I32, n_batch));
-    const Qwen3::Attend at = attend_inputs(*g, n_batch, n_kv, k_cache_, v_cache_, true);
+    const Qwen3::Attend at = attend_inputs(*g, n_batch, n_kv, cache_.k(), cache_.v(), true);
     output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at)));
     // Whether any op reads the mask (ggml's flash attention), or our kernel finds each sequence's rows
     // itself: then the graph does not depend on the cache length.
@@ -300,45 +253,15 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
     if (B == 0 || tokens.size() != B) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "a decode step of %zu sequences with %zu tokens", B, tokens.size());
     }
-    step_pos_.resize(B);
-    step_rows_.resize(B);
-    int64_t last_row = 0;
-    for (size_t b = 0; b < B; ++b) {
-        const int seq = seqs[b];
-        check_seq(seq);
-        if (n_past_[size_t(seq)] == 0) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d decoded before its prompt", seq);
-        }
-        int earlier = 0; // this sequence's columns before this one: its positions follow theirs
-        for (size_t c = 0; c < b; ++c) {
-            earlier += seqs[c] == seq;
-        }
-        step_pos_[b] = n_past_[size_t(seq)] + earlier;
-        if (step_pos_[b] >= n_ctx_) {
-            fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
-        }
-        step_rows_[b] = int64_t(seq) * n_ctx_ + step_pos_[b];
-        last_row      = std::max(last_row, step_rows_[b]);
-    }
     // The rows a masked attention reads: up to the last one written, padded so few graphs serve; one
     // graph per batch size where no op reads the mask.
-    const int total = n_ctx_ * n_seq_;
-    const int n_kv  = decode_reads_mask_ ? std::min(total, int(last_row / KV_PAD + 1) * KV_PAD) : total;
-    Graph &   g     = decode_graph(int(B), n_kv);
+    const int n_kv = cache_.place_append(seqs, decode_reads_mask_ ? KV_PAD : cache_.n_ctx() * cache_.n_seq());
+    Graph &   g    = decode_graph(int(B), n_kv);
     exec_.compute(g, [&] {
         tensor_set(g.get("token"), tokens);
-        tensor_set(g.get("pos"), step_pos_);
-        tensor_set(g.get("kv_idx"), step_rows_);
-        if (ggml_tensor * m = g.get("mask"); m->buffer) { // unallocated where no layer reads it (decode_attention_op)
-            step_mask_.resize(size_t(n_kv) * B);
-            for (size_t b = 0; b < B; ++b) {
-                const int64_t first = step_rows_[b] - step_pos_[b];
-                for (int j = 0; j < n_kv; ++j) {
-                    step_mask_[b * size_t(n_kv) + size_t(j)] = j >= first && j <= step_rows_[b] ? kMaskOpen : kMaskClosed;
-                }
-            }
-            tensor_set(m, step_mask_);
-        }
+        tensor_set(g.get("pos"), cache_.pos());
+        tensor_set(g.get("kv_idx"), cache_.rows());
+        cache_.set_mask(g.get("mask"), n_kv); // unallocated where no layer reads it (decode_attention_op)
     });
     next.resize(B);
     ggml_backend_tensor_get(g.get("argmax"), next.data(), 0, B * sizeof(int32_t));
@@ -351,17 +274,9 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
             ggml_backend_tensor_get(lg, (*logits)[b].data(), b * lg->nb[1], vocab * sizeof(float));
         }
     }
-    for (int seq : seqs) {
-        ++n_past_[size_t(seq)];
-    }
+    cache_.advance(seqs);
 }
 
-void Qwen3Decoder::rewind(int seq, int n_past) {
-    check_seq(seq);
-    if (n_past < 1 || n_past > n_past_[size_t(seq)]) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d rewound to %d of its %d positions", seq, n_past, n_past_[size_t(seq)]);
-    }
-    n_past_[size_t(seq)] = n_past;
-}
+void Qwen3Decoder::rewind(int seq, int n_past) { cache_.rewind(seq, n_past); }
 
 } // namespace transcribe

@@ -4,6 +4,7 @@
 // on a graph built once per batch size and padded KV length; argmax stays on the device.
 #pragma once
 
+#include "blocks/sequence_cache.h"
 #include "blocks/step_decoder.h"
 #include "core/backend.h"
 #include "ops/embed.h"
@@ -78,7 +79,6 @@ public:
     // A sequence's stretch of the cache is cleared when it is first prefilled, so stretches never used
     // cost no memory on a CPU.
     Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq = 1);
-    ~Qwen3Decoder() override;
     Qwen3Decoder(const Qwen3Decoder &) = delete;
     Qwen3Decoder & operator=(const Qwen3Decoder &) = delete;
 
@@ -98,31 +98,21 @@ public:
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
               std::vector<std::vector<float>> * logits) override;
     void rewind(int seq, int n_past) override;
-    int  n_past(int seq) const override { return n_past_[size_t(seq)]; }
-    int  n_ctx() const override { return n_ctx_; }
-    int  n_seq() const override { return n_seq_; }
+    int  n_past(int seq) const override { return cache_.n_past(seq); }
+    int  n_ctx() const override { return cache_.n_ctx(); }
+    int  n_seq() const override { return cache_.n_seq(); }
     // Bytes of cache one sequence's stretch takes.
     static size_t bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_type, int n_ctx);
 
 private:
     Graph & decode_graph(int n_batch, int n_kv);
-    void    check_seq(int seq) const;
 
     const Qwen3 &              lm_;
     Executor &                 exec_;
-    int                        n_ctx_, n_seq_;
-    std::vector<int>           n_past_;
-    std::vector<bool>          cleared_;
-    ggml_context *             cache_ctx_ = nullptr;
-    ggml_backend_buffer_t      cache_buf_ = nullptr;
-    std::vector<ggml_tensor *> k_cache_, v_cache_;
+    SequenceCache              cache_;
     std::map<std::string, std::unique_ptr<Graph>>           prefill_graphs_;
     std::map<std::pair<int, int>, std::unique_ptr<Graph>>   decode_graphs_;
     bool                       decode_reads_mask_ = true; // until the first decode graph says otherwise
-    // Step inputs, reused: nothing is allocated per token once their sizes are reached.
-    std::vector<int32_t>     step_pos_;
-    std::vector<int64_t>     step_rows_;
-    std::vector<ggml_fp16_t> step_mask_;
 };
 
 } // namespace transcribe

@@ -1,6 +1,7 @@
 #include "tokenizer.h"
 
 #include "bpe_tokenizer.h"
+#include "canary_tokenizer.h"
 #include "error.h"
 #include "model_file.h"
 #include "sentencepiece_tokenizer.h"
@@ -15,7 +16,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const ModelFile & file) {
     if (model == "llama") {
         return std::make_unique<SentencePieceTokenizer>(file);
     }
-    fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unsupported tokenizer model %s (gpt2 byte-level BPE or llama SentencePiece)",
+    if (model == "canary") {
+        return std::make_unique<CanaryTokenizer>(file);
+    }
+    fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unsupported tokenizer model %s (gpt2 byte-level BPE, llama SentencePiece or canary)",
          file.path().c_str(), model.c_str());
 }
 

@@ -1,0 +1,173 @@
+#include "sequence_cache.h"
+
+#include "core/error.h"
+
+#include "ggml-alloc.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace transcribe {
+
+namespace {
+const ggml_fp16_t kMaskOpen   = ggml_fp32_to_fp16(0.0f);
+const ggml_fp16_t kMaskClosed = ggml_fp32_to_fp16(-INFINITY);
+} // namespace
+
+SequenceCache::SequenceCache(Executor & exec, int n_layers, int64_t row_width, ggml_type type, int n_ctx, int n_seq,
+                             const char * what)
+    : n_ctx_(n_ctx), n_seq_(n_seq), n_past_(size_t(std::max(n_seq, 0)), 0), cleared_(size_t(std::max(n_seq, 0)), false) {
+    if (n_seq < 1 || n_ctx < 1) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "a %s needs at least one sequence of one position (%d x %d)", what, n_seq, n_ctx);
+    }
+    ggml_init_params params = {ggml_tensor_overhead() * size_t(2 * n_layers + 2), nullptr, true};
+    ctx_ = ggml_init(params);
+    const int64_t rows = int64_t(n_ctx) * n_seq;
+    for (int i = 0; i < n_layers; ++i) {
+        k_.push_back(ggml_new_tensor_2d(ctx_, type, row_width, rows));
+        v_.push_back(ggml_new_tensor_2d(ctx_, type, row_width, rows));
+    }
+    buf_ = ggml_backend_alloc_ctx_tensors_from_buft(ctx_, exec.buffer_type());
+    if (!buf_) {
+        ggml_free(ctx_); // a throwing constructor runs no destructor
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the %s (%d sequences of %d positions)", what, n_seq, n_ctx);
+    }
+}
+
+SequenceCache::~SequenceCache() {
+    if (buf_) {
+        ggml_backend_buffer_free(buf_);
+    }
+    if (ctx_) {
+        ggml_free(ctx_);
+    }
+}
+
+void SequenceCache::check_seq(int seq) const {
+    if (seq < 0 || seq >= n_seq_) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d of a decoder for %d", seq, n_seq_);
+    }
+}
+
+void SequenceCache::clear_through(int seq) {
+    for (int s = 0; s <= seq; ++s) {
+        if (!cleared_[size_t(s)]) {
+            for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {
+                for (ggml_tensor * t : *cache) {
+                    ggml_backend_tensor_memset(t, 0, size_t(s) * size_t(n_ctx_) * t->nb[1], size_t(n_ctx_) * t->nb[1]);
+                }
+            }
+            cleared_[size_t(s)] = true;
+        }
+    }
+}
+
+void SequenceCache::restart(int seq, int n) {
+    check_seq(seq);
+    if (n <= 0 || n > n_ctx_) {
+        fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "prompt of %d positions does not fit the context of %d", n, n_ctx_);
+    }
+    clear_through(seq);
+    n_past_[size_t(seq)] = 0;
+}
+
+std::vector<ggml_tensor *> SequenceCache::stretch(ggml_context * ctx, const std::vector<ggml_tensor *> & caches, int seq) const {
+    std::vector<ggml_tensor *> views;
+    for (ggml_tensor * t : caches) {
+        views.push_back(ggml_view_2d(ctx, t, t->ne[0], n_ctx_, t->nb[1], size_t(seq) * size_t(n_ctx_) * t->nb[1]));
+    }
+    return views;
+}
+
+int SequenceCache::place_append(const std::vector<int> & seqs, int pad) {
+    const size_t B = seqs.size();
+    pos_.resize(B);
+    rows_.resize(B);
+    int64_t last_row = 0;
+    for (size_t b = 0; b < B; ++b) {
+        const int seq = seqs[b];
+        check_seq(seq);
+        if (n_past_[size_t(seq)] == 0) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d decoded before its prompt", seq);
+        }
+        int earlier = 0; // this sequence's columns before this one: its positions follow theirs
+        for (size_t c = 0; c < b; ++c) {
+            earlier += seqs[c] == seq;
+        }
+        pos_[b] = n_past_[size_t(seq)] + earlier;
+        if (pos_[b] >= n_ctx_) {
+            fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
+        }
+        rows_[b] = int64_t(seq) * n_ctx_ + pos_[b];
+        last_row = std::max(last_row, rows_[b]);
+    }
+    return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
+}
+
+int SequenceCache::place_read(const std::vector<int> & seqs, int pad) {
+    const size_t B = seqs.size();
+    pos_.resize(B);
+    rows_.resize(B);
+    int64_t last_row = 0;
+    for (size_t b = 0; b < B; ++b) {
+        const int seq = seqs[b];
+        check_seq(seq);
+        if (n_past_[size_t(seq)] == 0) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d read before it was written", seq);
+        }
+        pos_[b]  = n_past_[size_t(seq)] - 1;
+        rows_[b] = int64_t(seq) * n_ctx_ + pos_[b];
+        last_row = std::max(last_row, rows_[b]);
+    }
+    return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
+}
+
+void SequenceCache::set_mask(ggml_tensor * mask, int n_kv) {
+    if (!mask->buffer) {
+        return;
+    }
+    const size_t B = pos_.size();
+    mask_.resize(size_t(n_kv) * B);
+    for (size_t b = 0; b < B; ++b) {
+        const int64_t first = rows_[b] - pos_[b];
+        for (int j = 0; j < n_kv; ++j) {
+            mask_[b * size_t(n_kv) + size_t(j)] = j >= first && j <= rows_[b] ? kMaskOpen : kMaskClosed;
+        }
+    }
+    tensor_set(mask, mask_);
+}
+
+void SequenceCache::advance(const std::vector<int> & seqs) {
+    for (int seq : seqs) {
+        ++n_past_[size_t(seq)];
+    }
+}
+
+void SequenceCache::rewind(int seq, int n_past) {
+    check_seq(seq);
+    if (n_past < 1 || n_past > n_past_[size_t(seq)]) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d rewound to %d of its %d positions", seq, n_past, n_past_[size_t(seq)]);
+    }
+    n_past_[size_t(seq)] = n_past;
+}
+
+void SequenceCache::copy(int from, int to) {
+    check_seq(from);
+    check_seq(to);
+    if (from == to) {
+        return;
+    }
+    clear_through(to); // the rows past the copied ones: masked, but not NaN
+    const int n = n_past_[size_t(from)];
+    for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {
+        for (ggml_tensor * t : *cache) {
+            const size_t bytes = size_t(n) * t->nb[1];
+            copy_buf_.resize(bytes);
+            ggml_backend_tensor_get(t, copy_buf_.data(), size_t(from) * size_t(n_ctx_) * t->nb[1], bytes);
+            ggml_backend_tensor_set(t, copy_buf_.data(), size_t(to) * size_t(n_ctx_) * t->nb[1], bytes);
+        }
+    }
+    n_past_[size_t(to)] = n;
+}
+
+} // namespace transcribe

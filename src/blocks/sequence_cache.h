@@ -1,0 +1,73 @@
+// The cache a token decoder keeps per layer: K and V rows of up to n_seq sequences, each in its own
+// stretch of n_ctx rows of one tensor, and where each sequence has got to. It places a step's columns
+// (positions, cache rows) and writes the additive mask a masked attention needs; shared by the
+// decoders (Qwen3's self-attention, the Transformer decoder's self- and cross-attention).
+#pragma once
+
+#include "core/backend.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace transcribe {
+
+class SequenceCache {
+public:
+    // WHAT names the cache in errors. Stretches are cleared when first used, so stretches never used
+    // cost no memory on a CPU.
+    SequenceCache(Executor & exec, int n_layers, int64_t row_width, ggml_type type, int n_ctx, int n_seq, const char * what);
+    ~SequenceCache();
+    SequenceCache(const SequenceCache &) = delete;
+    SequenceCache & operator=(const SequenceCache &) = delete;
+
+    const std::vector<ggml_tensor *> & k() const { return k_; }
+    const std::vector<ggml_tensor *> & v() const { return v_; }
+    int n_ctx() const { return n_ctx_; }
+    int n_seq() const { return n_seq_; }
+    int n_past(int seq) const { return n_past_[size_t(seq)]; }
+    void check_seq(int seq) const;
+
+    // Sequence SEQ starts again, with N rows about to be written from row 0 (a prompt): zeroes every
+    // stretch up to SEQ's that was never used (rows past a position are masked, but must not hold NaNs
+    // where ggml's flash attention reads them: 0 * NaN = NaN).
+    void restart(int seq, int n);
+    // The caches' views of one sequence's stretch, as a cache of its own (a prompt's graph).
+    std::vector<ggml_tensor *> stretch(ggml_context * ctx, const std::vector<ggml_tensor *> & caches, int seq) const;
+
+    // A step's columns: SEQS[i] takes its next position (a sequence listed n times takes its next n,
+    // each attending to the ones before it). Fills pos() and rows() and returns the rows a masked
+    // attention reads (up to the last one written, padded to a multiple of PAD, at most all).
+    int place_append(const std::vector<int> & seqs, int pad);
+    // Columns that each read all of their sequence's rows and write none (cross-attention).
+    int place_read(const std::vector<int> & seqs, int pad);
+    // The additive mask [n_kv, columns] of the last placement: column b sees rows[b] - pos[b] ..
+    // rows[b]. Writes nothing where the graph left the mask unallocated (no op reads it).
+    void set_mask(ggml_tensor * mask, int n_kv);
+    const std::vector<int32_t> & pos() const { return pos_; }
+    const std::vector<int64_t> & rows() const { return rows_; }
+
+    // After a step: each column's sequence has one row more.
+    void advance(const std::vector<int> & seqs);
+    void set_past(int seq, int n_past) { n_past_[size_t(seq)] = n_past; }
+    // Forgets SEQ's rows from N_PAST on (1 <= N_PAST <= n_past(SEQ)).
+    void rewind(int seq, int n_past);
+    // Sequence TO becomes a copy of sequence FROM (rows and length): beam search's reordering.
+    void copy(int from, int to);
+
+private:
+    void clear_through(int seq); // zeroes the stretches up to SEQ's never used yet
+
+    int                        n_ctx_, n_seq_;
+    std::vector<int>           n_past_;
+    std::vector<bool>          cleared_;
+    ggml_context *             ctx_ = nullptr;
+    ggml_backend_buffer_t      buf_ = nullptr;
+    std::vector<ggml_tensor *> k_, v_;
+    // Step inputs, reused: nothing is allocated per token once their sizes are reached.
+    std::vector<int32_t>     pos_;
+    std::vector<int64_t>     rows_;
+    std::vector<ggml_fp16_t> mask_;
+    std::vector<uint8_t>     copy_buf_;
+};
+
+} // namespace transcribe
