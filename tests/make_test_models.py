@@ -25,6 +25,8 @@ def main():
     ap.add_argument("--parakeet-fixture", required=True)
     ap.add_argument("--parakeet-converter", required=True)
     ap.add_argument("--parakeet-ctc-fixture", required=True)
+    ap.add_argument("--canary-aed-fixture", required=True)
+    ap.add_argument("--canary-aed-converter", required=True)
     a = ap.parse_args()
     fixture, out = Path(a.fixture), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -48,6 +50,12 @@ def main():
         for outtype in ("f32", "bf16"):
             subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",
                             str(out / f"{name}-{outtype}.gguf"), "--outtype", outtype, "--name", name], check=True)
+
+    nemo = Path(a.canary_aed_fixture) / "model.nemo"
+    for outtype in ("f32", "bf16"):
+        subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(nemo), "-o",
+                        str(out / f"canary-aed-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "canary-aed-tiny"],
+                       check=True)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,11 @@ const Fixture & parakeet_ctc_fixture() {
     return f;
 }
 
+const Fixture & canary_aed_fixture() {
+    static const Fixture f(CANARY_AED_FIXTURE);
+    return f;
+}
+
 const Fixture & parakeet_fixture() {
     static const Fixture f(PARAKEET_FIXTURE);
     return f;

@@ -36,6 +36,7 @@ private:
 const Fixture & canary_fixture();
 const Fixture & parakeet_fixture();
 const Fixture & parakeet_ctc_fixture();
+const Fixture & canary_aed_fixture();
 
 std::string fixture(const std::string & rel);   // path under the tiny fixture
 std::string model(const std::string & name);    // path of a converted test model

@@ -98,6 +98,7 @@ public:
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
               std::vector<std::vector<float>> * logits) override;
     void rewind(int seq, int n_past) override;
+    void reorder(const std::vector<int> & seqs, const std::vector<int> & sources) override { cache_.gather(seqs, sources); }
     int  n_past(int seq) const override { return cache_.n_past(seq); }
     int  n_ctx() const override { return cache_.n_ctx(); }
     int  n_seq() const override { return cache_.n_seq(); }

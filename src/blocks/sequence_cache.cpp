@@ -104,6 +104,17 @@ int SequenceCache::place_append(const std::vector<int> & seqs, int pad) {
     return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
 }
 
+int SequenceCache::place_prompt(int seq, int T, int pad) {
+    check_seq(seq);
+    pos_.resize(size_t(T));
+    rows_.resize(size_t(T));
+    for (int i = 0; i < T; ++i) {
+        pos_[size_t(i)]  = i;
+        rows_[size_t(i)] = int64_t(seq) * n_ctx_ + i;
+    }
+    return std::min(n_ctx_ * n_seq_, int(rows_.back() / pad + 1) * pad);
+}
+
 int SequenceCache::place_read(const std::vector<int> & seqs, int pad) {
     const size_t B = seqs.size();
     pos_.resize(B);
@@ -151,23 +162,43 @@ void SequenceCache::rewind(int seq, int n_past) {
     n_past_[size_t(seq)] = n_past;
 }
 
-void SequenceCache::copy(int from, int to) {
-    check_seq(from);
-    check_seq(to);
-    if (from == to) {
-        return;
+void SequenceCache::gather(const std::vector<int> & seqs, const std::vector<int> & sources) {
+    const size_t n = seqs.size();
+    if (sources.size() != n) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "gathering %zu sequences from %zu sources", n, sources.size());
     }
-    clear_through(to); // the rows past the copied ones: masked, but not NaN
-    const int n = n_past_[size_t(from)];
+    std::vector<int> lengths(n);
+    for (size_t j = 0; j < n; ++j) {
+        check_seq(seqs[j]);
+        if (sources[size_t(j)] < 0 || size_t(sources[j]) >= n) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "gather source %d of %zu sequences", sources[j], n);
+        }
+        lengths[j] = n_past_[size_t(seqs[size_t(sources[j])])];
+        clear_through(seqs[j]); // the rows past the copied ones: masked, but not NaN
+    }
+    gather_bufs_.resize(n);
     for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {
         for (ggml_tensor * t : *cache) {
-            const size_t bytes = size_t(n) * t->nb[1];
-            copy_buf_.resize(bytes);
-            ggml_backend_tensor_get(t, copy_buf_.data(), size_t(from) * size_t(n_ctx_) * t->nb[1], bytes);
-            ggml_backend_tensor_set(t, copy_buf_.data(), size_t(to) * size_t(n_ctx_) * t->nb[1], bytes);
+            // Read every source that moves before writing any target.
+            for (size_t j = 0; j < n; ++j) {
+                const int from = seqs[size_t(sources[j])];
+                if (from != seqs[j]) {
+                    gather_bufs_[j].resize(size_t(lengths[j]) * t->nb[1]);
+                    ggml_backend_tensor_get(t, gather_bufs_[j].data(), size_t(from) * size_t(n_ctx_) * t->nb[1],
+                                            gather_bufs_[j].size());
+                }
+            }
+            for (size_t j = 0; j < n; ++j) {
+                if (seqs[size_t(sources[j])] != seqs[j]) {
+                    ggml_backend_tensor_set(t, gather_bufs_[j].data(), size_t(seqs[j]) * size_t(n_ctx_) * t->nb[1],
+                                            gather_bufs_[j].size());
+                }
+            }
         }
     }
-    n_past_[size_t(to)] = n;
+    for (size_t j = 0; j < n; ++j) {
+        n_past_[size_t(seqs[j])] = lengths[j];
+    }
 }
 
 } // namespace transcribe

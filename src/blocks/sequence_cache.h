@@ -34,6 +34,9 @@ public:
     // The caches' views of one sequence's stretch, as a cache of its own (a prompt's graph).
     std::vector<ggml_tensor *> stretch(ggml_context * ctx, const std::vector<ggml_tensor *> & caches, int seq) const;
 
+    // A prompt of T positions of sequence SEQ (after restart): positions 0..T-1, each attending to the
+    // ones before it; returns the rows a masked attention reads, as place_append does.
+    int place_prompt(int seq, int T, int pad);
     // A step's columns: SEQS[i] takes its next position (a sequence listed n times takes its next n,
     // each attending to the ones before it). Fills pos() and rows() and returns the rows a masked
     // attention reads (up to the last one written, padded to a multiple of PAD, at most all).
@@ -51,8 +54,9 @@ public:
     void set_past(int seq, int n_past) { n_past_[size_t(seq)] = n_past; }
     // Forgets SEQ's rows from N_PAST on (1 <= N_PAST <= n_past(SEQ)).
     void rewind(int seq, int n_past);
-    // Sequence TO becomes a copy of sequence FROM (rows and length): beam search's reordering.
-    void copy(int from, int to);
+    // Sequence SEQS[j] becomes what sequence SEQS[SOURCES[j]] was (rows and length), all at once: beam
+    // search's reordering.
+    void gather(const std::vector<int> & seqs, const std::vector<int> & sources);
 
 private:
     void clear_through(int seq); // zeroes the stretches up to SEQ's never used yet
@@ -67,7 +71,7 @@ private:
     std::vector<int32_t>     pos_;
     std::vector<int64_t>     rows_;
     std::vector<ggml_fp16_t> mask_;
-    std::vector<uint8_t>     copy_buf_;
+    std::vector<std::vector<uint8_t>> gather_bufs_;
 };
 
 } // namespace transcribe

@@ -21,6 +21,8 @@ public:
                       std::vector<std::vector<float>> * logits) = 0;
     // Forgets sequence SEQ's positions from N_PAST on (1 <= N_PAST <= n_past(SEQ)).
     virtual void rewind(int seq, int n_past) = 0;
+    // Sequence SEQS[j] becomes what sequence SEQS[SOURCES[j]] was, all at once (beam search).
+    virtual void reorder(const std::vector<int> & seqs, const std::vector<int> & sources) = 0;
 };
 
 } // namespace transcribe

@@ -32,7 +32,14 @@ struct SessionOptions {
 struct RunOptions {
     int  max_new_tokens     = 256;
     bool ignore_eos         = false; // decode exactly max_new_tokens (benchmarks, random weights)
-    std::string language;
+    std::string language; // the speech's language (models with a language prompt); empty: the model's default
+    // Canary AED's task: the language to write (empty or the source language: transcribe; another:
+    // translate), punctuation and capitals, and the model's own timestamps asked for in the prompt.
+    std::string target_language;
+    bool        punctuation = true;
+    bool        timestamps  = false;
+    // Beam search over this many hypotheses (models whose info says beam_search); 0: greedy.
+    int beam_size = 0;
     // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
@@ -130,6 +137,8 @@ struct ModelInfo {
     bool language_prompt  = false;       // RunOptions::language changes what the model does
     bool token_budget     = true;        // decoding is bounded by max_new_tokens (an LLM); false: by the audio
     bool speculative      = false;       // decoding checks a draft (RunOptions::draft) several tokens a step
+    bool translation      = false;       // RunOptions::target_language may differ from the source
+    bool beam_search      = false;       // RunOptions::beam_size is honoured
 };
 
 class Model {

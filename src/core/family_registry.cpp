@@ -12,12 +12,14 @@ namespace transcribe {
 std::unique_ptr<Model> load_canary_qwen(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_parakeet_tdt(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_canary_aed(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
     {"canary_qwen", load_canary_qwen},
     {"parakeet_tdt", load_parakeet_tdt},
     {"parakeet_ctc", load_parakeet_ctc},
+    {"canary_aed", load_canary_aed},
 };
 } // namespace
 

@@ -141,6 +141,10 @@ uint32_t ModelFile::get_u32(const std::string & key, uint32_t fallback) const {
     return has_key(key) ? get_u32(key) : fallback;
 }
 
+int32_t ModelFile::get_i32(const std::string & key, int32_t fallback) const {
+    return has_key(key) ? gguf_get_val_i32(gguf_, key_id(key, GGUF_TYPE_INT32)) : fallback;
+}
+
 bool ModelFile::get_bool(const std::string & key, bool fallback) const {
     return has_key(key) ? gguf_get_val_bool(gguf_, key_id(key, GGUF_TYPE_BOOL)) : fallback;
 }

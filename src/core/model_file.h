@@ -41,6 +41,7 @@ public:
     bool        has_key(const std::string & key) const;
     uint32_t    get_u32(const std::string & key) const;
     uint32_t    get_u32(const std::string & key, uint32_t fallback) const;
+    int32_t     get_i32(const std::string & key, int32_t fallback) const;
     float       get_f32(const std::string & key) const;
     bool        get_bool(const std::string & key, bool fallback) const;
     std::string get_str(const std::string & key) const;

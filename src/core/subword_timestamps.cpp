@@ -185,6 +185,29 @@ std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, con
     return segments;
 }
 
+std::string python_strip(const std::string & text) {
+    size_t begin = 0, end = text.size();
+    while (begin < end) {
+        size_t n = 1;
+        if (!is_python_space(code_point_at(text, begin, &n))) {
+            break;
+        }
+        begin += n;
+    }
+    while (end > begin) {
+        size_t start = end - 1;
+        while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+            --start;
+        }
+        size_t n = 1;
+        if (!is_python_space(code_point_at(text, start, &n)) || start + n != end) {
+            break;
+        }
+        end = start;
+    }
+    return text.substr(begin, end - begin);
+}
+
 std::string strip_space_before_punctuation(const std::string & text, const SubwordRules & rules) {
     // NeMo: re.sub(r'(\s)(p1|p2|...)', r'\2', text), one whitespace character (as Python's \s sees it) before each mark.
     std::string out;

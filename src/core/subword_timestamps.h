@@ -50,6 +50,9 @@ std::vector<TimedText> word_offsets(const std::vector<TimedToken> & tokens, cons
 // as its first word, as NeMo's get_segment_offsets does).
 std::vector<TimedText> segment_offsets(const std::vector<TimedText> & words, const SubwordRules & rules);
 
+// Python's str.strip(): Unicode whitespace (str.isspace()) off both ends.
+std::string python_strip(const std::string & text);
+
 // One whitespace character (Unicode, as Python's \s) before each punctuation mark removed.
 std::string strip_space_before_punctuation(const std::string & text, const SubwordRules & rules);
 

@@ -1,5 +1,7 @@
 #include "continuous_batching.h"
 
+#include "decoding/beam_search.h"
+
 #include <algorithm>
 
 namespace transcribe {
@@ -103,6 +105,39 @@ bool ContinuousBatchingSession::take_step(DecodeJob & a, const std::vector<int32
     return more;
 }
 
+void ContinuousBatchingSession::run_beam(DecodeJob & a, const std::vector<int> & seqs) {
+    start(a);
+    const RunOptions & o = a.job.options;
+    const BeamSetup    b = beam_setup(a);
+    if (b.beam_size < 1) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "this model has no beam search");
+    }
+    BeamSearchConfig c;
+    c.beam_size      = b.beam_size;
+    c.max_steps      = a.max_new;
+    c.length_penalty = b.length_penalty;
+    c.eos            = b.eos;
+    c.pad            = b.pad;
+    c.prompt_length  = b.prompt_length;
+    StageTimer timer;
+    int step = 0;
+    const BeamSearchResult r = beam_search(decoder_, seqs, a.logits, c, [&] {
+        check_abort("decode");
+        check_cancelled(o, "decode");
+        report(o, 0.5f + 0.5f * float(step++) / float(std::max(a.max_new, 1)));
+    });
+    timings_.decode_ms += timer.ms();
+    timings_.n_decode_steps += r.n_steps;
+    timings_.n_decode_tokens += r.n_steps * b.beam_size;
+    a.out.tokens    = r.hypotheses[r.best].tokens;
+    a.out.truncated = !r.finished && !a.out.tokens.empty() && a.out.tokens.back() != b.eos && a.out.tokens.back() != b.pad;
+    if (o.on_token) {
+        for (int32_t t : a.out.tokens) {
+            o.on_token(t);
+        }
+    }
+}
+
 void ContinuousBatchingSession::report(const RunOptions & o, float f) {
     const float at = o.progress_offset + o.progress_scale * f;
     if (at >= progress_high_) {
@@ -124,6 +159,7 @@ void ContinuousBatchingSession::run_batch(const JobSource & next, const JobDone 
     std::vector<int32_t>            tokens, next_tokens;
     std::vector<std::vector<float>> step_logits;
     size_t n_jobs = 0;
+    std::unique_ptr<DecodeJob> waiting; // taken from NEXT, not started: a beam job waiting for free sequences
     // Hands a job that took its last token (or failed) to DONE and frees its sequence.
     auto end_job = [&](DecodeJob & a, std::exception_ptr error) {
         free_seqs.push_back(a.seq);
@@ -139,15 +175,51 @@ void ContinuousBatchingSession::run_batch(const JobSource & next, const JobDone 
         }
     };
     for (;;) {
-        // New jobs join between steps while there are free sequences.
-        BatchJob job;
-        while (!free_seqs.empty() && next(job)) {
-            DecodeJob a;
-            a.id  = n_jobs++;
+        // New jobs join between steps while there are free sequences; a beam job waits for its beams'.
+        while (!free_seqs.empty()) {
+            if (!waiting) {
+                BatchJob job;
+                if (!next(job)) {
+                    break;
+                }
+                waiting = std::make_unique<DecodeJob>();
+                waiting->id  = n_jobs++;
+                waiting->job = std::move(job);
+            }
+            const int need = std::max(1, waiting->job.options.beam_size);
+            if (need > decoder_.n_seq()) {
+                done(waiting->id, nullptr,
+                     std::make_exception_ptr(Error(TRANSCRIBE_ERR_INVALID_ARG, "beam size " + std::to_string(need) +
+                                                   " exceeds the " + std::to_string(decoder_.n_seq()) + " this session decodes")));
+                waiting.reset();
+                continue;
+            }
+            if (int(free_seqs.size()) < need) {
+                break; // the running jobs free sequences as they end
+            }
+            DecodeJob a = std::move(*waiting);
+            waiting.reset();
             a.seq = free_seqs.back();
-            a.job = std::move(job);
-            job   = BatchJob {};
             free_seqs.pop_back();
+            if (a.job.options.beam_size > 0) {
+                std::vector<int> beams = {a.seq};
+                while (int(beams.size()) < need) {
+                    beams.push_back(free_seqs.back());
+                    free_seqs.pop_back();
+                }
+                std::exception_ptr error;
+                try {
+                    run_beam(a, beams);
+                } catch (const Error & e) {
+                    if (e.status() == TRANSCRIBE_ERR_ABORTED && !(a.job.options.cancelled && a.job.options.cancelled())) {
+                        throw; // the session's abort: everything stops
+                    }
+                    error = std::current_exception();
+                }
+                free_seqs.insert(free_seqs.end(), beams.rbegin(), beams.rend() - 1);
+                end_job(a, error);
+                continue;
+            }
             try {
                 start_job(a);
             } catch (const Error & e) {

@@ -2,8 +2,9 @@
 // the decoder's sequences as they free up, each step feeds every running job its next token (and, with
 // a draft, the draft's next tokens to check), and a job leaves when it ends (end of generation, its
 // budget, its own cancel) while the others go on. Decoding is greedy; a draft (RunOptions::draft)
-// changes how many tokens a step yields, not which. A family supplies the prompt (start) and the text
-// (finish).
+// changes how many tokens a step yields, not which. A job that asks for beam search (RunOptions::
+// beam_size, families that offer it) waits until beam_size sequences are free and is then decoded to
+// its end alone (decoding/beam_search). A family supplies the prompt (start) and the text (finish).
 #pragma once
 
 #include "blocks/step_decoder.h"
@@ -46,12 +47,23 @@ protected:
     virtual void start(DecodeJob & job) = 0;
     // The transcript's text and segments from job.out.tokens.
     virtual void finish(DecodeJob & job) = 0;
+    // What beam search needs of the family for this job (start has set job.logits to the prompt's
+    // last-position logits and job.max_new to the steps after it); beam_size 0: the family has none.
+    struct BeamSetup {
+        int     beam_size      = 0;
+        int32_t eos            = 0, pad = 0;
+        float   length_penalty = 0.0f;
+        int     prompt_length  = 0;
+    };
+    virtual BeamSetup beam_setup(const DecodeJob &) const { return {}; }
     // Progress of a job's stage: jobs in a batch move out of step, so only what moves the bar forward is
     // reported (one job alone reports every stage).
     void report(const RunOptions & o, float f);
 
 private:
     void start_job(DecodeJob & job);
+    // A beam-search job from its start to its transcript, on sequences SEQS (job.seq first).
+    void run_beam(DecodeJob & job, const std::vector<int> & seqs);
     bool take_token(DecodeJob & job); // false: the job is complete
     // The tokens this step's columns gave JOB (tok's successor, then each proposed token's): taken in
     // order while they agree with the draft; the cache rows of proposals not kept are dropped.
