@@ -100,6 +100,9 @@ typedef struct transcribe_model_info {
     bool         language_prompt; /* transcribe_run_params.language changes what the model does */
     bool         token_budget;    /* decoding is bounded by max_new_tokens (an LLM decoder); false: by the audio */
     bool         speculative;     /* decoding checks a draft (transcribe_run_params.draft) several tokens a step */
+    bool         translation;     /* transcribe_run_params.target_language may name another of its languages */
+    bool         beam_search;     /* transcribe_run_params.beam_size is honoured */
+    bool         timestamp_prompt; /* transcribe_run_params.timestamps asks the model for its word times */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -259,6 +262,16 @@ typedef struct transcribe_run_params {
      * 0: none). */
     const int32_t *           draft_ids;
     int                       n_draft_ids;
+    /* The task, for models with a task prompt (Canary AED; appended: rebuild older callers).
+     * TARGET_LANGUAGE: NULL or the source language transcribes; another of the model's languages
+     * translates into it (INVALID_ARG where the model does not translate). NO_PUNCTUATION: text without
+     * punctuation and capitals. TIMESTAMPS: the prompt asks for the model's own word times (results then
+     * carry words and segments as the model timed them). BEAM_SIZE > 0: NeMo's beam search over that many
+     * hypotheses (at most 8; INVALID_ARG for a model without beam search); 0: greedy. */
+    const char *              target_language;
+    bool                      no_punctuation;
+    bool                      timestamps;
+    int                       beam_size;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

@@ -146,6 +146,10 @@ RunRequest run_request(const transcribe_run_params * p) {
     }
     r.options.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
     r.options.language       = p->language ? p->language : "";
+    r.options.target_language = p->target_language ? p->target_language : "";
+    r.options.punctuation    = !p->no_punctuation;
+    r.options.timestamps     = p->timestamps;
+    r.options.beam_size      = p->beam_size;
     r.chunk_ms               = p->chunk_ms;
     r.options.ignore_eos     = p->ignore_eos;
     r.vad                    = p->vad;
@@ -205,9 +209,18 @@ RunOptions run_options(transcribe_session * s, const float * pcm, size_t n, cons
             req.token_callback(id, bytes.data(), bytes.size(), req.token_user_data);
         };
     }
+    const std::string source = !o.language.empty() ? o.language : info.languages.empty() ? "" : info.languages[0];
+    if (!o.target_language.empty() && strcasecmp(o.target_language.c_str(), source.c_str()) != 0 && !info.translation) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "target language '%s': model %s (%s) does not translate", o.target_language.c_str(),
+             info.name.c_str(), info.architecture.c_str());
+    }
+    if (o.beam_size < 0 || (o.beam_size > 0 && !info.beam_search)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),
+             info.architecture.c_str());
+    }
     if (!o.language.empty()) {
-        // No model here takes a language prompt yet: a language is only accepted as the one it transcribes,
-        // never echoed back as if it had steered anything.
+        // A language is only accepted as one the model knows, never echoed back as if it had steered
+        // anything (models with a language prompt use it).
         bool known = false;
         std::string list;
         for (const std::string & l : info.languages) {
@@ -436,6 +449,9 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->language_prompt = i.language_prompt;
         out->token_budget    = i.token_budget;
         out->speculative     = i.speculative;
+        out->translation     = i.translation;
+        out->beam_search     = i.beam_search;
+        out->timestamp_prompt = i.timestamp_prompt;
         return TRANSCRIBE_OK;
     });
 }
@@ -586,6 +602,10 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.draft           = nullptr;
     p.draft_ids       = nullptr;
     p.n_draft_ids     = 0;
+    p.target_language = nullptr;
+    p.no_punctuation  = false;
+    p.timestamps      = false;
+    p.beam_size       = 0;
     return p;
 }
 

@@ -76,6 +76,37 @@ class Cli(unittest.TestCase):
                              [(s["segment"], s["start_offset"] * FRAME_MS, s["end_offset"] * FRAME_MS)
                               for s in hyp["timestamp"]["segment"]], clip)
 
+    def test_canary_aed_tasks_are_nemos(self):
+        """A Canary AED model (canary-aed-tiny, F32 cache): transcription, translation (--translate-to), the
+        prompt's timestamps (--timestamps word) and beam search (--beam 4) give NeMo's ids and text; an unknown
+        language or a task the model lacks is one clear line."""
+        fixture = PARAKEET_FIXTURE.parent / "canary-aed-tiny"
+        model = str(MODELS / "canary-aed-tiny-f32.gguf")
+        wav = str(fixture / "audio" / "jfk_div8.wav")
+        golden = fixture / "golden" / "jfk_div8"
+        for task, flags in (("asr_en_pnc", []), ("ast_en_de", ["--translate-to", "de"]),
+                            ("asr_en_timestamps", ["--timestamps", "word"])):
+            r = cli("-m", model, "--kv-type", "f32", "--json", *flags, wav)
+            self.assertIn(r.returncode, (0,), r.stderr)
+            j = json.loads(r.stdout)
+            g = json.loads((golden / task / "greedy.json").read_text())
+            self.assertEqual(j["tokens"], g["hypothesis"]["y_sequence"], task)
+            want_text = g["timestamps"]["text_after"] if task == "asr_en_timestamps" else g["hypothesis"]["text"]
+            self.assertEqual(j["text"], want_text, task)
+            b = cli("-m", model, "--kv-type", "f32", "--json", "--beam", "4", *flags, wav)
+            beam = json.loads((golden / task / "beam.json").read_text())
+            self.assertEqual(json.loads(b.stdout)["tokens"], beam["best"]["y_sequence"], task)
+        for flags, says in ((["--language", "xx"], "en, de, es, fr"), (["--translate-to", "it"], "en, de, es, fr")):
+            r = cli("-m", model, *flags, wav)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(says, r.stderr.decode())
+        r = cli("-m", PARAKEET, "--translate-to", "de", wav)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("does not translate", r.stderr.decode())
+        r = cli("-m", PARAKEET, "--beam", "4", wav)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("greedily only", r.stderr.decode())
+
     def test_draft_model_gives_the_plain_ids(self):
         """--draft with the Parakeet fixture model: every clip's ids, text and segments are the plain run's
         (the reference's greedy ids); the JSON timings count the draft; a model that cannot take a draft,

@@ -139,6 +139,7 @@ struct ModelInfo {
     bool speculative      = false;       // decoding checks a draft (RunOptions::draft) several tokens a step
     bool translation      = false;       // RunOptions::target_language may differ from the source
     bool beam_search      = false;       // RunOptions::beam_size is honoured
+    bool timestamp_prompt = false;       // RunOptions::timestamps asks the model for its own word times
 };
 
 class Model {

@@ -82,6 +82,7 @@ public:
         info_.language_prompt = true;
         info_.translation     = info_.languages.size() > 1;
         info_.beam_search     = true;
+        info_.timestamp_prompt = true;
         info_.token_budget    = true;
         file_->load_weights(device_);
         encoder_.prepare(*file_, device_);

@@ -5,6 +5,7 @@
 
 #include "../common/formats.h"
 #include "../common/draft_option.h"
+#include "../common/task_options.h"
 #include "../common/text_stream.h"
 #include "../common/vad_options.h"
 
@@ -37,7 +38,7 @@ int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 } // namespace
 
 int main(int argc, char ** argv) {
-    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Parakeet-TDT)"};
+    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Canary AED, Parakeet)"};
     std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text,
                 timestamps_name;
     std::vector<std::string> audio_paths;
@@ -73,6 +74,8 @@ int main(int argc, char ** argv) {
     vad.add_to(app);
     DraftOption draft;
     draft.add_to(app);
+    TaskOptions task;
+    task.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -122,14 +125,17 @@ int main(int argc, char ** argv) {
     }
     transcribe_model_info info;
     transcribe_model_get_info(model, &info);
-    if (timestamps_name == "word" && !info.word_timestamps) {
+    if (timestamps_name == "word" && !info.word_timestamps && !info.timestamp_prompt) {
         const std::string message = "--timestamps word: model " + std::string(info.name) + " (" + info.architecture +
                                     ") gives no word times; use --timestamps segment";
         transcribe_model_free(model);
         return die(message);
     }
-    const Timestamps timestamps =
-        timestamps_name == "segment" || !info.word_timestamps ? Timestamps::Segment : Timestamps::Word;
+    // A model with a timestamp prompt times its words only when asked (NeMo's default is not to).
+    const bool words_asked = info.timestamp_prompt && !timestamps_name.empty();
+    const Timestamps timestamps = timestamps_name == "segment" || (!info.word_timestamps && !words_asked)
+                                      ? Timestamps::Segment
+                                      : Timestamps::Word;
     transcribe_model * draft_model = nullptr;
     std::string draft_error;
     if (!draft.load(model, lp, &draft_model, &draft_error)) {
@@ -165,6 +171,8 @@ int main(int argc, char ** argv) {
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
     rp.draft          = draft_model;
+    task.apply(rp);
+    rp.timestamps     = words_asked;
 
     std::string output;
     int exit_code = 0;
@@ -194,6 +202,7 @@ int main(int argc, char ** argv) {
         std::vector<size_t>              lengths;
         std::vector<transcribe_result *> results(n, nullptr);
         std::vector<transcribe_status>   statuses(n, TRANSCRIBE_OK);
+        std::string                      run_error;
         for (const transcribe_audio & a : audio) {
             pcm.push_back(a.samples);
             lengths.push_back(a.n_samples);
@@ -202,6 +211,7 @@ int main(int argc, char ** argv) {
             if (n == 1) {
                 shown = TextStream {};
                 statuses[0] = transcribe_run(session, pcm[0], lengths[0], &rp, &results[0]);
+                run_error   = transcribe_last_error(); // before another call replaces it
                 if (stream) {
                     std::fputs("\n", stdout);
                 }
@@ -217,11 +227,12 @@ int main(int argc, char ** argv) {
                 if (n > 1) { // the batch keeps no message per file: this file alone says what went wrong
                     transcribe_result * alone = nullptr;
                     statuses[i] = transcribe_run(session, pcm[i], lengths[i], &rp, &alone);
+                    run_error   = transcribe_last_error();
                     transcribe_result_free(alone);
                 }
-                exit_code = die(path + ": " + transcribe_status_string(statuses[i]) + ": " + transcribe_last_error());
+                exit_code = die(path + ": " + transcribe_status_string(statuses[i]) + ": " + run_error);
             } else if (statuses[i] == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-                std::fprintf(stderr, "transcribe-cli: warning: %s: truncated: the budget of %d new tokens ran out\n",
+                std::fprintf(stderr, "transcribe-cli: warning: %s: truncated: the budget of %d new tokens (or the decoder's length) ran out\n",
                              path.c_str(), max_new_tokens);
             }
             if (!exit_code && !stream) {

@@ -1,0 +1,35 @@
+// The task options every tool that transcribes shares (CLI, bench): the speech's language, a language
+// to translate into, punctuation, beam search; for models with a task prompt (Canary AED).
+#pragma once
+
+#include "transcribe.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace transcribe_tools {
+
+struct TaskOptions {
+    std::string language, translate_to;
+    int         beam   = 0;
+    bool        no_pnc = false;
+
+    void add_to(CLI::App & app) {
+        app.add_option("--language", language, "the speech's language (models that know several; default: the model's first)");
+        app.add_option("--translate-to", translate_to, "write the text in this language (models that translate)");
+        app.add_option("--beam", beam, "beam search over N hypotheses (models with beam search; default: greedy)")
+            ->check(CLI::Range(0, 8));
+        app.add_flag("--no-pnc", no_pnc, "text without punctuation and capitals (models with a task prompt)");
+    }
+
+    // Into RP; the strings must outlive it.
+    void apply(transcribe_run_params & rp) const {
+        rp.language        = language.empty() ? nullptr : language.c_str();
+        rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
+        rp.beam_size       = beam;
+        rp.no_punctuation  = no_pnc;
+    }
+};
+
+} // namespace transcribe_tools
