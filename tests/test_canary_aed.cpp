@@ -87,7 +87,7 @@ TEST_F(CanaryAedGolden, Every_stage_matches_within_manifest_tolerance) {
             std::filesystem::create_directories(dir);
             run(*f32_, clip, task, 0, dir);
             std::vector<std::string> files = {"mel", "pre_encode", "enc_layer_0", "enc_layer_last", "enc_out"};
-            for (const char * stage : {"dec_embed_prompt", "dec_layer_0_prompt", "dec_final_prompt"}) {
+            for (const char * stage : {"dec_embed_prompt", "dec_layer_0_prompt", "dec_final_prompt", "greedy_step_logits"}) {
                 files.push_back(std::string(task) + "/" + stage);
             }
             for (const std::string & name : files) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """transcribe-server end to end over loopback: formats, error codes, a bounded load run, 503 on a full
-queue, --vad, word timestamps. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR VAD_MODEL
-PARAKEET_MODEL PARAKEET_FIXTURE_DIR (AUDIO_DIR: wav/flac/mp3 copies of the clips)."""
+queue, --vad, word timestamps, translation. Usage: test_server.py SERVER MODEL FIXTURE_DIR AUDIO_DIR VAD_MODEL
+PARAKEET_MODEL PARAKEET_FIXTURE_DIR AED_MODEL AED_FIXTURE_DIR (AUDIO_DIR: wav/flac/mp3 copies of the clips)."""
 import concurrent.futures as cf
 import json
 import os
@@ -19,6 +19,7 @@ from pathlib import Path
 SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 VAD_MODEL = sys.argv[5]
 PARAKEET_MODEL, PARAKEET_FIXTURE = sys.argv[6], Path(sys.argv[7])
+AED_MODEL, AED_FIXTURE = sys.argv[8], Path(sys.argv[9])
 JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
 
 
@@ -441,6 +442,66 @@ class WordTimestampsTest(unittest.TestCase):
             self.assertEqual(code, 400, body)
             code, _, body = transcribe(server.base, JFK, extra_fields=[("timestamp_granularities[]", "word")])
             self.assertEqual(code, 400, body)  # needs verbose_json
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class TranslationTest(unittest.TestCase):
+    def test_canary_aed_routes_give_nemos_text(self):
+        """Canary AED (canary-aed-tiny, F32 cache), on jfk_div8: /v1/audio/translations with target_language de
+        (ours; OpenAI's route translates into English, the default) and streaming, /v1/audio/transcriptions,
+        timestamp_granularities word (the prompt asks for timestamps), beam_size 4: NeMo's text; an unknown
+        language, a bad beam size or a model that does not translate: 400."""
+        wav = (AED_FIXTURE / "audio" / "jfk_div8.wav").read_bytes()
+        golden = AED_FIXTURE / "golden" / "jfk_div8"
+        text = {t: json.loads((golden / t / "greedy.json").read_text()) for t in ("asr_en_pnc", "ast_en_de", "asr_en_timestamps")}
+        beam = json.loads((golden / "ast_en_de" / "beam.json").read_text())["best"]["text"]
+
+        def post(path, **fields):
+            body, ctype = multipart(list(fields.items()), {"file": ("a.wav", wav)})
+            return request(server.base, path, body, ctype)
+
+        server = Server("--kv-type", "f32", model=AED_MODEL)
+        try:
+            code, _, body = post("/v1/audio/translations", language="en", target_language="de")
+            self.assertEqual((code, json.loads(body)["text"]), (200, text["ast_en_de"]["hypothesis"]["text"]))
+            code, _, body = post("/v1/audio/translations", language="en", target_language="de", beam_size="4")
+            self.assertEqual((code, json.loads(body)["text"]), (200, beam))
+            code, _, body = post("/v1/audio/translations", language="en", target_language="de", response_format="verbose_json")
+            self.assertEqual((json.loads(body)["task"], json.loads(body)["language"]), ("translate", "de"))
+            code, _, body = post("/v1/audio/transcriptions", language="en")
+            self.assertEqual((code, json.loads(body)["text"]), (200, text["asr_en_pnc"]["hypothesis"]["text"]))
+            code, _, body = post("/v1/audio/translations")  # into English from the model's first language: transcription
+            self.assertEqual((code, json.loads(body)["text"]), (200, text["asr_en_pnc"]["hypothesis"]["text"]))
+            body, ctype = multipart([("response_format", "verbose_json"), ("timestamp_granularities[]", "word")],
+                                    {"file": ("a.wav", wav)})
+            code, _, body = request(server.base, "/v1/audio/transcriptions", body, ctype)
+            self.assertEqual(code, 200, body)
+            ts = text["asr_en_timestamps"]["timestamps"]
+            self.assertEqual([(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in json.loads(body)["words"]],
+                             [(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in ts["word"]])
+            self.assertEqual(json.loads(body)["text"], ts["text_after"])
+            body, ctype = multipart({"stream": "true", "language": "en", "target_language": "de"}, {"file": ("a.wav", wav)})
+            import http.client
+            host, port = server.base.split("//")[1].split(":")
+            conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            conn.request("POST", "/v1/audio/translations", body, {"Content-Type": ctype})
+            events = sse_events(conn.getresponse())
+            conn.close()
+            self.assertEqual(events[-1]["text"], text["ast_en_de"]["hypothesis"]["text"])
+            for path, fields, says in (("/v1/audio/transcriptions", {"language": "xx"}, "en, de, es, fr"),
+                                       ("/v1/audio/translations", {"target_language": "it"}, "en, de, es, fr"),
+                                       ("/v1/audio/transcriptions", {"beam_size": "9"}, "beam_size")):
+                code, _, body = post(path, **fields)
+                self.assertEqual(code, 400, body)
+                self.assertIn(says, json.loads(body)["error"]["message"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = Server(model=PARAKEET_MODEL)
+        try:
+            code, _, body = post("/v1/audio/translations", target_language="de")
+            self.assertEqual(code, 400, body)
+            self.assertIn("does not translate", json.loads(body)["error"]["message"])
         finally:
             self.assertEqual(server.stop(), 0)
 

@@ -234,6 +234,9 @@ int32_t TransformerDecoderState::prefill(int seq, const float * enc, int n_enc, 
         ggml_context * ctx = cg->ctx();
         ggml_tensor * mem  = dec_.project_encoder(ctx, cg->input("enc", GGML_TYPE_F32, dec_.hparams().enc_width, n_enc));
         ggml_tensor * rows = cg->input("rows", GGML_TYPE_I64, n_enc);
+        if (dec_.projects_encoder()) {
+            cg->output(mem, "mem");
+        }
         for (int il = 0; il < dec_.hparams().n_layers; ++il) {
             cg->expand(ggml_set_rows(ctx, cross_.k()[size_t(il)], dec_.cross_k(ctx, il, mem), rows));
             cg->expand(ggml_set_rows(ctx, cross_.v()[size_t(il)], dec_.cross_v(ctx, il, mem), rows));
@@ -247,6 +250,9 @@ int32_t TransformerDecoderState::prefill(int seq, const float * enc, int n_enc, 
         }
         tensor_set(cg->get("rows"), rows);
     });
+    if (out && dec_.projects_encoder()) {
+        tensor_get_f32(cg->get("mem"), out->enc_proj);
+    }
     cross_.set_past(seq, n_enc);
     cross_of_[size_t(seq)]       = seq;
     position_shift_[size_t(seq)] = 0;

@@ -38,6 +38,7 @@ public:
 
     // The encoder states [enc_width, T] as the decoder attends to them (enc_dec_proj where the widths differ).
     ggml_tensor * project_encoder(ggml_context * ctx, ggml_tensor * enc) const;
+    bool          projects_encoder() const { return enc_proj_.w != nullptr; }
 
     // What a pass reads: per column its token, its row of the position table, where its self-attention
     // K/V go and what it sees (pos / rows / mask as ops::decode_attention takes them), and the
@@ -93,6 +94,7 @@ public:
         std::vector<float> embedded;    // [T][hidden]
         std::vector<float> first_layer; // [T][hidden]
         std::vector<float> final_norm;  // [T][hidden]
+        std::vector<float> enc_proj;    // [n_enc][hidden], where the encoder states are projected
     };
     // Restarts sequence SEQ: the cross-attention K/V of the encoder states ENC [n_enc][enc_width], then
     // PROMPT at positions 0..P-1; returns the greedy next token. Later tokens read row

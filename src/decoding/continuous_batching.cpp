@@ -50,6 +50,9 @@ bool ContinuousBatchingSession::take_token(DecodeJob & a) {
     if (o.step_logits) {
         o.step_logits->push_back(a.logits);
     }
+    if (a.keep_logits) {
+        a.kept_logits.push_back(a.logits);
+    }
     if (o.force_tokens && k < o.force_tokens->size()) {
         a.tok = (*o.force_tokens)[k];
     }
@@ -247,7 +250,7 @@ void ContinuousBatchingSession::run_batch(const JobSource & next, const JobDone 
             a.column = seqs.size();
             seqs.push_back(a.seq);
             tokens.push_back(a.tok);
-            want_logits = want_logits || a.job.options.step_logits;
+            want_logits = want_logits || a.job.options.step_logits || a.keep_logits;
             a.proposed.clear();
             if (a.draft) {
                 // Every proposal kept adds a token, and the step's last column decides one more.

@@ -24,6 +24,8 @@ struct DecodeJob {
     int32_t            tok = 0;     // the greedy (or forced) next token, not yet taken
     int                max_new = 0; // the job's token budget
     std::vector<float> logits;      // that produced tok, when the job collects them
+    bool               keep_logits = false;          // the family keeps every step's logits (parity dumps)
+    std::vector<std::vector<float>> kept_logits;     // then: those of each token taken, and of the last decision
     bool               cancelled = false;
     std::unique_ptr<DraftFollower> draft;    // speculative decoding: the draft checked after tok
     std::vector<int32_t>           proposed; // this step's draft tokens, fed after tok

@@ -175,10 +175,14 @@ void CanaryAedSession::start(DecodeJob & a) {
     // 0..P-1); its beam search at the token's own position.
     const int shift = beam ? 0 : int(prompt.size()) - 1;
     a.tok = decoder_.prefill(a.seq, states.data(), n_audio, prompt, shift, want ? &outs : nullptr);
+    a.keep_logits = dump_enabled() && !beam;
     a.logits = std::move(outs.logits);
     timings_.prefill_ms += prefill_timer.ms();
     timings_.n_prefill_tokens += int(prompt.size());
     const int64_t P = int64_t(prompt.size()), H = model_.dec_hp_.hidden;
+    if (!outs.enc_proj.empty()) {
+        dump_f32("enc_dec_proj", outs.enc_proj, {n_audio, H});
+    }
     dump_f32("dec_embed_prompt", outs.embedded, {P, H});
     dump_f32("dec_layer_0_prompt", outs.first_layer, {P, H});
     dump_f32("dec_final_prompt", outs.final_norm, {P, H});
@@ -196,6 +200,15 @@ ContinuousBatchingSession::BeamSetup CanaryAedSession::beam_setup(const DecodeJo
 }
 
 void CanaryAedSession::finish(DecodeJob & a) {
+    if (!a.kept_logits.empty()) {
+        // NeMo's trace: one row a generated token, the end-of-text included (a budget's last check is not).
+        const size_t n = std::min(a.kept_logits.size(), a.out.tokens.size() + (a.out.truncated ? 0 : 1));
+        std::vector<float> rows;
+        for (size_t i = 0; i < n; ++i) {
+            rows.insert(rows.end(), a.kept_logits[i].begin(), a.kept_logits[i].end());
+        }
+        dump_f32("greedy_step_logits", rows, {int64_t(n), int64_t(n ? a.kept_logits[0].size() : 0)});
+    }
     // NeMo's hypothesis ends before its trailing <|endoftext|> / <pad> tokens.
     std::vector<int32_t> & ids = a.out.tokens;
     while (!ids.empty() && (ids.back() == model_.t_.eos || ids.back() == model_.t_.pad)) {

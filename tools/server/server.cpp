@@ -45,7 +45,7 @@ thread_local RequestRecord t_request;
 
 // The routes and the methods each takes (405 with Allow for any other).
 const std::map<std::string, std::string> k_routes = {
-    {"/health", "GET, HEAD"}, {"/v1/models", "GET, HEAD"}, {"/v1/audio/transcriptions", "POST"}};
+    {"/health", "GET, HEAD"}, {"/v1/models", "GET, HEAD"}, {"/v1/audio/transcriptions", "POST"}, {"/v1/audio/translations", "POST"}};
 
 bool method_allowed(const std::string & allow, const std::string & method) {
     size_t at = 0;
@@ -166,8 +166,11 @@ json words_json(const std::vector<OutputWord> & words) {
 
 // What a transcription request asks for beyond its audio and format.
 struct RunRequest {
-    std::string language; // "" = the model's
-    bool        draft = true; // with the server's draft model, where it has one
+    std::string language;        // "" = the model's
+    std::string target_language; // "" = the speech's own (transcription)
+    bool        draft     = true;  // with the server's draft model, where it has one
+    bool        timestamps = false; // words asked of a model that times them only when asked
+    int         beam_size = 0;
 };
 
 // What every transcription request runs with; R must outlive the run.
@@ -175,6 +178,9 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     transcribe_run_params rp = transcribe_run_params_init();
     rp.max_new_tokens = st.max_new_tokens;
     rp.language       = r.language.empty() ? nullptr : r.language.c_str();
+    rp.target_language = r.target_language.empty() ? nullptr : r.target_language.c_str();
+    rp.timestamps     = r.timestamps;
+    rp.beam_size      = r.beam_size;
     rp.vad            = st.vad;
     rp.vad_params     = st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
@@ -265,7 +271,9 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
     });
 }
 
-void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res) {
+// /v1/audio/transcriptions, or with TRANSLATE /v1/audio/translations (into English, OpenAI's route, or the
+// language a `target_language` field names).
+void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res, bool translate) {
     if (!req.is_multipart_form_data()) {
         send_error(res, 415, "Content-Type must be multipart/form-data (got '" + req.get_header_value("Content-Type") + "')");
         return;
@@ -298,7 +306,7 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
             send_error(res, 400, "timestamp_granularities needs response_format verbose_json", "timestamp_granularities");
             return;
         }
-        if (want_words && !st.info.word_timestamps) {
+        if (want_words && !st.info.word_timestamps && !st.info.timestamp_prompt) {
             send_error(res, 400, std::string("model ") + st.info.name + " gives no word timestamps",
                        "timestamp_granularities");
             return;
@@ -311,6 +319,15 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     }
     RunRequest request;
     request.language = form_field(req, "language", "");
+    request.target_language = translate ? form_field(req, "target_language", "en") : "";
+    request.timestamps      = want_words && st.info.timestamp_prompt;
+    // Our extension: beam_size=N (models with beam search).
+    const std::string beam = form_field(req, "beam_size", "0");
+    if (beam.empty() || beam.size() > 2 || beam.find_first_not_of("0123456789") != std::string::npos || std::stoi(beam) > 8) {
+        send_error(res, 400, "beam_size must be a whole number from 0 to 8 (got '" + beam + "')", "beam_size");
+        return;
+    }
+    request.beam_size = std::stoi(beam);
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
     const std::string draft = form_field(req, "draft", "true");
     if (draft != "true" && draft != "false") {
@@ -374,8 +391,9 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
             segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", trimmed(s.text)},
                             {"tokens", s.tokens}, {"truncated", s.truncated}});
         }
-        json j = {{"task", "transcribe"},
-                  {"language", request.language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : request.language},
+        const std::string spoken = request.language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : request.language;
+        json j = {{"task", translate ? "translate" : "transcribe"},
+                  {"language", translate ? request.target_language : spoken},
                   {"duration", duration}, {"text", trimmed(out.text)}};
         if (want_segments) {
             j["segments"] = segs;
@@ -445,7 +463,9 @@ void install_routes(httplib::Server & server, ServerState & state) {
         res.set_content(j.dump(), "application/json");
     });
     server.Post("/v1/audio/transcriptions",
-             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res); });
+             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res, false); });
+    server.Post("/v1/audio/translations",
+             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res, true); });
 
 }
 

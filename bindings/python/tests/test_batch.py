@@ -154,3 +154,26 @@ def test_draft_gives_the_cli_s_text(paths, tmp_path):
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert [g.get("error") for g in got] == [None] * 3
     assert [g["pred_text"] for g in got] == want
+
+
+def test_canary_task_keys_reach_the_model(paths, tmp_path):
+    """NeMo's Canary manifest keys: source_lang / target_lang / pnc give each line the CLI's text for that
+    task (canary-aed-tiny), an unknown language is that line's error."""
+    model = paths["models"] / "canary-aed-tiny-f32.gguf"
+    audio = str(paths["root"] / "tests" / "fixtures" / "canary-aed-tiny" / "audio" / "jfk_div8.wav")
+    lines = [{"audio_filepath": audio, "source_lang": "en", "target_lang": "en", "pnc": "yes"},
+             {"audio_filepath": audio, "source_lang": "en", "target_lang": "de", "pnc": "yes"},
+             {"audio_filepath": audio, "source_lang": "en", "target_lang": "en", "pnc": "no"},
+             {"audio_filepath": audio, "source_lang": "xx"}]
+    flags = [["--language", "en"], ["--language", "en", "--translate-to", "de"], ["--language", "en", "--no-pnc"]]
+    want = [json.loads(subprocess.run([str(paths["cli"]), "-m", str(model), "--json", *f, audio], capture_output=True,
+                                      timeout=60).stdout)["text"].strip() for f in flags]
+    assert want[0] != want[1]
+    man, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    man.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = subprocess.run([sys.executable, "-m", "transcribe.batch", "--model", str(model), "--manifest", str(man),
+                        "--out", str(out), "--workers", "1"], capture_output=True, text=True, env=env(paths), timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [g.get("pred_text") for g in got[:3]] == want
+    assert "en, de, es, fr" in got[3]["error"]

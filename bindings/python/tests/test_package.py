@@ -126,3 +126,27 @@ def test_threads_each_get_a_session_and_the_same_results(paths):
     model.close()
     with pytest.raises(transcribe.TranscribeError):
         model.transcribe(clips[0])
+
+
+def test_canary_aed_tasks_are_nemos(paths):
+    """Canary AED (canary-aed-tiny, F32 cache): language, translate_to, beam_size and timestamps give NeMo's
+    ids and text; a task the model lacks is a TranscribeError naming what it can do."""
+    fixture = paths["root"] / "tests" / "fixtures" / "canary-aed-tiny"
+    model = transcribe.Model(paths["models"] / "canary-aed-tiny-f32.gguf", threads=2, kv_type="f32")
+    assert (model.architecture, model.languages) == ("canary_aed", ["en", "de", "es", "fr"])
+    assert model.translation and model.beam_search and model.timestamp_prompt
+    audio = fixture / "audio" / "jfk_div8.wav"
+    golden = fixture / "golden" / "jfk_div8"
+    greedy = {t: json.loads((golden / t / "greedy.json").read_text()) for t in ("asr_en_pnc", "ast_en_de", "asr_en_timestamps")}
+    got = model.transcribe(audio, language="en")
+    assert (got.tokens, got.text) == (greedy["asr_en_pnc"]["hypothesis"]["y_sequence"], greedy["asr_en_pnc"]["hypothesis"]["text"])
+    got = model.transcribe(audio, language="en", translate_to="de")
+    assert got.tokens == greedy["ast_en_de"]["hypothesis"]["y_sequence"]
+    got = model.transcribe(audio, language="en", translate_to="de", beam_size=4)
+    assert got.tokens == json.loads((golden / "ast_en_de" / "beam.json").read_text())["best"]["y_sequence"]
+    got = model.transcribe(audio, timestamps=True)
+    assert got.text == greedy["asr_en_timestamps"]["timestamps"]["text_after"]
+    with pytest.raises(transcribe.TranscribeError) as e:
+        model.transcribe(audio, language="xx")
+    assert "en, de, es, fr" in str(e.value)
+    model.close()

@@ -130,6 +130,9 @@ class Model:
         self.languages = [info.languages[i].decode() for i in range(info.n_languages)]
         self.word_timestamps = bool(info.word_timestamps)
         self.speculative = bool(info.speculative)
+        self.translation = bool(info.translation)
+        self.beam_search = bool(info.beam_search)
+        self.timestamp_prompt = bool(info.timestamp_prompt)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -169,9 +172,15 @@ class Model:
 
     def transcribe(self, audio: Union[str, Path, Sequence[float]], sample_rate: int = 16000,
                    max_new_tokens: int = 256, vad: Optional[Union[str, Path]] = None,
-                   language: Optional[str] = None, draft: Optional[Union[str, Path, "Model"]] = None) -> Result:
+                   language: Optional[str] = None, draft: Optional[Union[str, Path, "Model"]] = None,
+                   translate_to: Optional[str] = None, beam_size: int = 0, punctuation: bool = True,
+                   timestamps: bool = False) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
+        language: the speech's language (one of .languages); translate_to: write the text in another
+        (models whose .translation is true); beam_size: NeMo's beam search over that many hypotheses
+        (models whose .beam_search is true; 0: greedy); punctuation: False asks for text without
+        punctuation and capitals; timestamps: ask the model for its own word times (.timestamp_prompt).
         draft: speculative decoding (models whose .speculative is true) with a faster model's transcript
         (a GGUF path, loaded once, or an open Model, kept open by this one): the same result, sooner."""
         if self._handle is None:
@@ -187,6 +196,10 @@ class Model:
             rp = N.run_params_init()
             rp.max_new_tokens = max_new_tokens
             rp.language = language.encode() if language else None
+            rp.target_language = translate_to.encode() if translate_to else None
+            rp.beam_size = int(beam_size)
+            rp.no_punctuation = not punctuation
+            rp.timestamps = bool(timestamps)
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

@@ -5,7 +5,9 @@
         [--vad VAD.gguf] [--draft DRAFT.gguf]
 
 IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are taken from the manifest's
-folder first), optionally `duration` and `text`. Every output line keeps its input fields and adds
+folder first), optionally `duration` and `text`, and NeMo's Canary task keys `source_lang` (the speech's
+language), `target_lang` (the text's: another one translates) and `pnc` ("yes"/"no": punctuation and
+capitals), for models with a task prompt. Every output line keeps its input fields and adds
 `pred_text` (and `segments` / `words` with --timestamps); a file that fails gets an `error` field
 instead, never a lost line. Lines come out in input order, written as soon as their turn comes, so
 --resume skips what OUT already holds. Without --scheduler a local cluster of N worker processes
@@ -47,14 +49,27 @@ class ModelPlugin:
             model.close()
 
 
-def transcribe_entry(path: str, timestamps: bool) -> dict:
+def task_options(entry: dict) -> dict:
+    """The transcribe() arguments of a line's NeMo Canary keys (source_lang, target_lang, pnc)."""
+    options = {}
+    if isinstance(entry.get("source_lang"), str):
+        options["language"] = entry["source_lang"]
+    if isinstance(entry.get("target_lang"), str):
+        options["translate_to"] = entry["target_lang"]
+    pnc = entry.get("pnc")
+    if pnc is not None:
+        options["punctuation"] = str(pnc).strip().lower() not in ("no", "false", "0")
+    return options
+
+
+def transcribe_entry(path: str, timestamps: bool, task: dict | None = None) -> dict:
     """The task a worker runs: the fields to add to a manifest line (pred_text..., or error)."""
     from distributed import get_worker
 
     from . import TranscribeError
     worker = get_worker()
     try:
-        r = worker.transcribe_model.transcribe(path, **worker.transcribe_options)
+        r = worker.transcribe_model.transcribe(path, **worker.transcribe_options, **(task or {}))
     except TranscribeError as exc:
         return {"error": str(exc)}
     out = {"pred_text": r.text.strip()}
@@ -151,7 +166,7 @@ def main(argv=None) -> int:
                 results[i] = {"error": problem}
             else:
                 futures[client.submit(transcribe_entry, str(Path(audio).resolve()) if Path(audio).exists() else audio,
-                                      a.timestamps, pure=False)] = i
+                                      a.timestamps, task_options(entry), pure=False)] = i
         t0, written = time.time(), start
         with open(out, "a", encoding="utf-8") as f:
             def flush():
