@@ -98,7 +98,7 @@ typedef struct transcribe_model_info {
     /* What the model can do (appended fields: rebuild callers compiled against an older header). */
     bool         word_timestamps; /* results carry words with the model's own times (transcribe_get_word) */
     bool         language_prompt; /* transcribe_run_params.language changes what the model does */
-    bool         token_budget;    /* decoding is bounded by max_new_tokens (an LLM decoder); false: by the audio */
+    bool         token_budget;    /* decoding is bounded by max_new_tokens (a token decoder: Canary-Qwen, Canary AED); false: by the audio */
     bool         speculative;     /* decoding checks a draft (transcribe_run_params.draft) several tokens a step */
     bool         translation;     /* transcribe_run_params.target_language may name another of its languages */
     bool         beam_search;     /* transcribe_run_params.beam_size is honoured */
@@ -131,13 +131,14 @@ typedef void (*transcribe_progress_callback)(float fraction, void * user_data);
 typedef struct transcribe_session_params {
     int                n_threads; /* <= 0: hardware concurrency */
     transcribe_kv_type kv_type;
-    int                n_ctx;     /* cap on LM context (prompt + audio + new tokens); <= 0: model default */
+    int                n_ctx;     /* cap on a token decoder's context (prompt + audio + new tokens); <= 0: model default */
     transcribe_abort_callback    abort_callback;
     void *                       abort_user_data;
     transcribe_progress_callback progress_callback;
     void *                       progress_user_data;
-    /* Recordings (or pieces of one) decoded together, their weights read once a step, for models with an
-     * LLM decoder: each holds its own KV cache (n_ctx positions), touched only when used. 0: as many
+    /* Recordings (or pieces of one) decoded together, their weights read once a step, for models with a
+     * token decoder (Canary-Qwen, Canary AED): each holds its own KV cache (n_ctx positions), touched
+     * only when used. 0: as many
      * as an eighth of the free memory holds, at most 8; 1: one at a time. (Appended: callers built
      * against an older header must rebuild.) */
     int                          n_batch;

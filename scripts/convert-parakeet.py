@@ -12,15 +12,14 @@ adds both).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import unicodedata
 from pathlib import Path
 
 import numpy as np
 
-from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, add_frontend_keys, as_outtype, gguf,
-                            nemo_encoder_hparams, plan_frontend, run_converter)
+from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, as_outtype, gguf,
+                            nemo_encoder_hparams, plan_frontend, nemo_converter_main)
 from nemo_archive import NemoArchive
 
 ARCH = "parakeet_tdt"
@@ -222,12 +221,7 @@ def convert(args) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nemo", required=True, help="the model's .nemo archive")
-    ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
-    ap.add_argument("--outtype", choices=OUTTYPES, default="bf16")
-    ap.add_argument("--name", default="", help="general.name (default: the archive's file name)")
-    return run_converter(convert, ap.parse_args())
+    return nemo_converter_main(convert, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

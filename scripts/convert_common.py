@@ -247,3 +247,14 @@ def run_converter(convert: Callable[[object], None], args) -> int:
             pass
         return 1
     return 0
+
+
+def nemo_converter_main(convert: Callable[[object], None], description: str) -> int:
+    """The command line every .nemo converter takes: --nemo, -o, --outtype, --name."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--nemo", required=True, help="the model's .nemo archive")
+    ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
+    ap.add_argument("--outtype", choices=OUTTYPES, default="bf16")
+    ap.add_argument("--name", default="", help="general.name (default: the archive's file name)")
+    return run_converter(convert, ap.parse_args())

@@ -100,6 +100,7 @@ TEST(Repack, Declared_q4_k_matmul_weights_go_to_the_repack_buffer_only) {
         options.use_mmap   = false; // the private-memory path (the Model tests below use the mapping)
         options.cpu_repack = repack;
         ModelFile f(path, options);
+        f.set_weight_relayout(matmul_weight_relayout()); // as the family registry does
         ggml_tensor * down  = f.matmul_weight("enc.blk.0.feed_forward1.down.weight", {256, 64}, {GGML_TYPE_Q4_K});
         ggml_tensor * up    = f.matmul_weight("enc.blk.0.feed_forward1.up.weight", {64, 256}, {GGML_TYPE_Q8_0});
         ggml_tensor * other = f.tensor("enc.blk.1.feed_forward1.down.weight", {256, 64}, {GGML_TYPE_Q4_K});

@@ -263,17 +263,7 @@ void Qwen3Decoder::step(const std::vector<int> & seqs, const std::vector<int32_t
         tensor_set(g.get("kv_idx"), cache_.rows());
         cache_.set_mask(g.get("mask"), n_kv); // unallocated where no layer reads it (decode_attention_op)
     });
-    next.resize(B);
-    ggml_backend_tensor_get(g.get("argmax"), next.data(), 0, B * sizeof(int32_t));
-    if (logits) {
-        const ggml_tensor * lg = g.get("logits");
-        const size_t vocab = size_t(lg->ne[0]);
-        logits->resize(B);
-        for (size_t b = 0; b < B; ++b) {
-            (*logits)[b].resize(vocab);
-            ggml_backend_tensor_get(lg, (*logits)[b].data(), b * lg->nb[1], vocab * sizeof(float));
-        }
-    }
+    read_step_outputs(g, B, next, logits);
     cache_.advance(seqs);
 }
 

@@ -79,29 +79,27 @@ std::vector<ggml_tensor *> SequenceCache::stretch(ggml_context * ctx, const std:
     return views;
 }
 
-int SequenceCache::place_append(const std::vector<int> & seqs, int pad) {
+int SequenceCache::place(const std::vector<int> & seqs, int pad, bool append) {
     const size_t B = seqs.size();
     pos_.resize(B);
     rows_.resize(B);
-    int64_t last_row = 0;
     for (size_t b = 0; b < B; ++b) {
         const int seq = seqs[b];
         check_seq(seq);
         if (n_past_[size_t(seq)] == 0) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d decoded before its prompt", seq);
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d used before its prompt", seq);
         }
         int earlier = 0; // this sequence's columns before this one: its positions follow theirs
-        for (size_t c = 0; c < b; ++c) {
+        for (size_t c = 0; append && c < b; ++c) {
             earlier += seqs[c] == seq;
         }
-        pos_[b] = n_past_[size_t(seq)] + earlier;
+        pos_[b] = append ? n_past_[size_t(seq)] + earlier : n_past_[size_t(seq)] - 1;
         if (pos_[b] >= n_ctx_) {
             fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
         }
         rows_[b] = int64_t(seq) * n_ctx_ + pos_[b];
-        last_row = std::max(last_row, rows_[b]);
     }
-    return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
+    return rows_read(pad);
 }
 
 int SequenceCache::place_prompt(int seq, int T, int pad) {
@@ -112,24 +110,11 @@ int SequenceCache::place_prompt(int seq, int T, int pad) {
         pos_[size_t(i)]  = i;
         rows_[size_t(i)] = int64_t(seq) * n_ctx_ + i;
     }
-    return std::min(n_ctx_ * n_seq_, int(rows_.back() / pad + 1) * pad);
+    return rows_read(pad);
 }
 
-int SequenceCache::place_read(const std::vector<int> & seqs, int pad) {
-    const size_t B = seqs.size();
-    pos_.resize(B);
-    rows_.resize(B);
-    int64_t last_row = 0;
-    for (size_t b = 0; b < B; ++b) {
-        const int seq = seqs[b];
-        check_seq(seq);
-        if (n_past_[size_t(seq)] == 0) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "sequence %d read before it was written", seq);
-        }
-        pos_[b]  = n_past_[size_t(seq)] - 1;
-        rows_[b] = int64_t(seq) * n_ctx_ + pos_[b];
-        last_row = std::max(last_row, rows_[b]);
-    }
+int SequenceCache::rows_read(int pad) const {
+    const int64_t last_row = rows_.empty() ? 0 : *std::max_element(rows_.begin(), rows_.end());
     return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
 }
 

@@ -40,9 +40,9 @@ public:
     // A step's columns: SEQS[i] takes its next position (a sequence listed n times takes its next n,
     // each attending to the ones before it). Fills pos() and rows() and returns the rows a masked
     // attention reads (up to the last one written, padded to a multiple of PAD, at most all).
-    int place_append(const std::vector<int> & seqs, int pad);
+    int place_append(const std::vector<int> & seqs, int pad) { return place(seqs, pad, true); }
     // Columns that each read all of their sequence's rows and write none (cross-attention).
-    int place_read(const std::vector<int> & seqs, int pad);
+    int place_read(const std::vector<int> & seqs, int pad) { return place(seqs, pad, false); }
     // The additive mask [n_kv, columns] of the last placement: column b sees rows[b] - pos[b] ..
     // rows[b]. Writes nothing where the graph left the mask unallocated (no op reads it).
     void set_mask(ggml_tensor * mask, int n_kv);
@@ -60,6 +60,8 @@ public:
 
 private:
     void clear_through(int seq); // zeroes the stretches up to SEQ's never used yet
+    int  place(const std::vector<int> & seqs, int pad, bool append);
+    int  rows_read(int pad) const; // the last placed row, padded
 
     int                        n_ctx_, n_seq_;
     std::vector<int>           n_past_;

@@ -291,17 +291,7 @@ void TransformerDecoderState::step(const std::vector<int> & seqs, const std::vec
     const int n_cross_kv = cross_.place_read(cross_seqs_, reads_masks_ ? KV_PAD : cross_.n_ctx() * cross_.n_seq());
     Graph & g = pass_graph(int(B), n_self_kv, n_cross_kv, false);
     run_pass(g, tokens, seqs, n_self_kv, n_cross_kv);
-    next.resize(B);
-    ggml_backend_tensor_get(g.get("argmax"), next.data(), 0, B * sizeof(int32_t));
-    if (logits) {
-        const ggml_tensor * lg = g.get("logits");
-        const size_t vocab = size_t(lg->ne[0]);
-        logits->resize(B);
-        for (size_t b = 0; b < B; ++b) {
-            (*logits)[b].resize(vocab);
-            ggml_backend_tensor_get(lg, (*logits)[b].data(), b * lg->nb[1], vocab * sizeof(float));
-        }
-    }
+    read_step_outputs(g, B, next, logits);
     self_.advance(seqs);
 }
 

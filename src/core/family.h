@@ -135,7 +135,7 @@ struct ModelInfo {
     std::vector<std::string> languages;
     bool word_timestamps  = false;       // Transcript::words carries model-given times
     bool language_prompt  = false;       // RunOptions::language changes what the model does
-    bool token_budget     = true;        // decoding is bounded by max_new_tokens (an LLM); false: by the audio
+    bool token_budget     = true;        // decoding is bounded by max_new_tokens (a token decoder); false: by the audio
     bool speculative      = false;       // decoding checks a draft (RunOptions::draft) several tokens a step
     bool translation      = false;       // RunOptions::target_language may differ from the source
     bool beam_search      = false;       // RunOptions::beam_size is honoured

@@ -3,7 +3,6 @@
 #include "error.h"
 #include "gguf_check.h"
 #include "log.h"
-#include "ops/matmul.h"
 #include "parallel.h"
 
 #include "ggml-alloc.h"
@@ -316,7 +315,7 @@ std::vector<ModelFile::ExtraPlacement> ModelFile::plan_extra_buffers(ggml_backen
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate a context for weight placement");
     }
     for (ggml_tensor * t = ggml_get_first_tensor(meta_); t; t = ggml_get_next_tensor(meta_, t)) {
-        if (!matmul_only_.count(t) || matmul_reads_file_layout(t)) {
+        if (!matmul_only_.count(t) || (relayout_.reads_file_layout && relayout_.reads_file_layout(t))) {
             continue;
         }
         for (ggml_backend_buffer_type_t buft : bufts) {
@@ -454,19 +453,19 @@ void ModelFile::load_on_cpu(ggml_backend_dev_t device) {
         fail(TRANSCRIBE_ERR_FILE_READ, "model file %s: read failed at byte %zu", path_.c_str(), failed_at.load());
     }
     place_on_host(base, host_size, host);
-    if (!map_ && options_.cpu_repack) {
-        // Q8_0 matmul weights into our GEMM's panel layout, in place (a mapped file's pages stay as they are).
+    if (!map_ && options_.cpu_repack && relayout_.takes) {
+        // Matmul weights into the op layer's layout, in place (a mapped file's pages stay as they are).
         size_t n = 0, bytes = 0;
         const int threads = int(std::max(1u, std::min(4u, std::thread::hardware_concurrency())));
         for (const HostPlacement & h : host) {
-            if ((matmul_only_.count(h.tensor) || embeddings_.count(h.tensor)) && panel_layout_takes(h.tensor)) {
-                to_panel_layout(h.tensor, threads);
+            if ((matmul_only_.count(h.tensor) || embeddings_.count(h.tensor)) && relayout_.takes(h.tensor)) {
+                relayout_.apply(h.tensor, threads);
                 ++n;
                 bytes += ggml_nbytes(h.tensor);
             }
         }
         if (n) {
-            TLOG_INFO("%zu matmul weights (%.1f MiB) in the panel layout", n, double(bytes) / (1 << 20));
+            TLOG_INFO("%zu matmul weights (%.1f MiB) in the op layer's layout", n, double(bytes) / (1 << 20));
         }
     }
     if (!plan.empty()) {

@@ -66,6 +66,16 @@ public:
     ggml_tensor * embedding_weight(const std::string & name, std::initializer_list<int64_t> ne,
                                    std::initializer_list<ggml_type> types = {}) const;
 
+    // What the op layer wants of host weights (its kernels' own layouts): which weights its kernels
+    // read in the file layout for every column count (they gain nothing from ggml's CPU repack
+    // buffers), which it re-lays once read and how (on N threads). Core only calls it; the family
+    // registry sets the op layer's before a family loads.
+    struct WeightRelayout {
+        std::function<bool(const ggml_tensor *)> reads_file_layout;
+        std::function<bool(const ggml_tensor *)> takes;
+        std::function<void(ggml_tensor *, int)>  apply;
+    };
+    void set_weight_relayout(WeightRelayout r) { relayout_ = std::move(r); }
     // Puts every tensor's data on `device`, after the family has looked them all up.
     void load_weights(ggml_backend_dev_t device);
     // Bytes of weights placed in CPU extra buffer types (0 when none or not on CPU).
@@ -100,6 +110,7 @@ private:
 
     std::string             path_;
     WeightOptions           options_;
+    WeightRelayout          relayout_;
     size_t                  file_size_ = 0;
     gguf_context *          gguf_      = nullptr;
     ggml_context *          meta_      = nullptr;

@@ -147,6 +147,8 @@ bool panel_layout_takes(const ggml_tensor * w) {
            ggml_is_contiguous(w);
 }
 
+ModelFile::WeightRelayout matmul_weight_relayout() { return {matmul_reads_file_layout, panel_layout_takes, to_panel_layout}; }
+
 void to_panel_layout(ggml_tensor * w, int n_threads) {
     const int64_t panels = w->ne[1] / 32;
     const size_t  panel_bytes = ggml_row_size(w->type, w->ne[0]) * 32;

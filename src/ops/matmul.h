@@ -3,6 +3,8 @@
 // slowest on x86.
 #pragma once
 
+#include "core/model_file.h"
+
 #include "ggml.h"
 
 #include <vector>
@@ -53,5 +55,7 @@ constexpr int64_t AVX512_GEMM_MIN_COLS = 8;
 bool in_panel_layout(const ggml_tensor * w);
 bool panel_layout_takes(const ggml_tensor * w);
 void to_panel_layout(ggml_tensor * w, int n_threads);
+// All three as what a model file asks of the op layer when it loads (ModelFile::set_weight_relayout).
+ModelFile::WeightRelayout matmul_weight_relayout();
 
 } // namespace transcribe

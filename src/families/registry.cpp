@@ -1,7 +1,8 @@
-#include "family.h"
-
-#include "error.h"
-#include "log.h"
+// The family registry: which family loads a GGUF, by its general.architecture key.
+#include "core/error.h"
+#include "core/family.h"
+#include "core/log.h"
+#include "ops/matmul.h"
 
 #include <string>
 
@@ -25,6 +26,7 @@ const Family k_families[] = {
 
 std::unique_ptr<Model> load_model(const std::string & path, const WeightOptions & options, ggml_backend_dev_t device) {
     auto file = std::make_unique<ModelFile>(path, options);
+    file->set_weight_relayout(matmul_weight_relayout());
     if (!file->has_key("general.architecture")) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: no general.architecture key", path.c_str());
     }
