@@ -14,6 +14,11 @@
       --preset small  toy sizes
     The config is the bundled parakeet-tdt-tiny fixture's with the dimensions changed; the 1024-piece
     tokenizer is trained (SentencePiece BPE, as NeMo's create_spt_model) on /usr/share/common-licenses.
+  --family canary-aed: F32 weights, OUT/model.nemo (EncDecMultiTaskModel)
+      --preset full   nvidia/canary-1b-flash's shapes (encoder 32 x 1024 with biases, decoder 4 x 1024, 8 heads,
+                      inner 4096, max length 1024, 5248 vocabulary rows): ~3.6 GB
+      --preset small  toy sizes
+    The config and the aggregate tokenizer are the bundled canary-aed-tiny fixture's, dimensions changed.
 Tensors are generated and written one at a time, so memory stays at one tensor (chunked for the embedding).
 """
 
@@ -221,9 +226,10 @@ PARAKEET_PRESETS = {
 PARAKEET_FIXTURE = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
 
 
-def parakeet_tensors(p: dict, rng):
-    """(NeMo name, float32 array) in the checkpoint's order; use_bias=false conformer layers."""
-    d, C, H, V, P, J = p["d_model"], p["sub_channels"], p["heads"], p["vocab"], p["pred"], p["joint"]
+def nemo_encoder_tensors(p: dict, rng, use_bias: bool):
+    """(NeMo name, float32 array) of the preprocessor and FastConformer in the checkpoint's order; with
+    use_bias the layers' linear and convolution biases too (Canary's encoders; Parakeet's have none)."""
+    d, C, H = p["d_model"], p["sub_channels"], p["heads"]
     normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
     yield "preprocessor.featurizer.window", np.hanning(400).astype(np.float32)
     yield "preprocessor.featurizer.fb", slaney_filterbank(p["n_mels"])
@@ -238,21 +244,36 @@ def parakeet_tensors(p: dict, rng):
         for n in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
             yield L + n + ".weight", 1.0 + normal((d,), 0.1)
             yield L + n + ".bias", normal((d,), 0.02)
+        bias = (lambda name, n: [(name, normal((n,), 0.02))]) if use_bias else (lambda name, n: [])
         for ff in ("feed_forward1", "feed_forward2"):
             yield L + ff + ".linear1.weight", normal((4 * d, d), d ** -0.5)
+            yield from bias(L + ff + ".linear1.bias", 4 * d)
             yield L + ff + ".linear2.weight", normal((d, 4 * d), (4 * d) ** -0.5)
+            yield from bias(L + ff + ".linear2.bias", d)
         for x in ("q", "k", "v", "out", "pos"):
             yield L + f"self_attn.linear_{x}.weight", normal((d, d), d ** -0.5)
+            if x != "pos":
+                yield from bias(L + f"self_attn.linear_{x}.bias", d)
         yield L + "self_attn.pos_bias_u", normal((H, d // H), 0.1)
         yield L + "self_attn.pos_bias_v", normal((H, d // H), 0.1)
         yield L + "conv.pointwise_conv1.weight", normal((2 * d, d, 1), d ** -0.5)
+        yield from bias(L + "conv.pointwise_conv1.bias", 2 * d)
         yield L + "conv.depthwise_conv.weight", normal((d, 1, p["conv_kernel"]), p["conv_kernel"] ** -0.5)
+        yield from bias(L + "conv.depthwise_conv.bias", d)
         yield L + "conv.batch_norm.weight", 1.0 + normal((d,), 0.1)
         yield L + "conv.batch_norm.bias", normal((d,), 0.02)
         yield L + "conv.batch_norm.running_mean", normal((d,), 0.1)
         yield L + "conv.batch_norm.running_var", rng.uniform(0.5, 1.5, d).astype(np.float32)
         yield L + "conv.batch_norm.num_batches_tracked", np.array(0, dtype=np.int64)
         yield L + "conv.pointwise_conv2.weight", normal((d, d, 1), d ** -0.5)
+        yield from bias(L + "conv.pointwise_conv2.bias", d)
+
+
+def parakeet_tensors(p: dict, rng):
+    """(NeMo name, float32 array) in the checkpoint's order; use_bias=false conformer layers."""
+    d, V, P, J = p["d_model"], p["vocab"], p["pred"], p["joint"]
+    normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+    yield from nemo_encoder_tensors(p, rng, use_bias=False)
     embed = normal((V + 1, P), 1.0)
     embed[V] = 0  # the blank row is the padding row
     yield "decoder.prediction.embed.weight", embed
@@ -327,9 +348,87 @@ def write_parakeet(out: Path, preset: str, seed: int) -> None:
     print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
 
 
+# ----------------------------------------------------------------------------- Canary AED
+
+# canary-1b-flash's shapes (its model card: 32 encoder layers, 4 decoder layers, width 1024) with the
+# bundled canary-aed-tiny fixture's tokenizer; the embedding and output rows are padded to about the
+# real vocabulary's size (4 languages x 1024 pieces + the special tokens), which sets the output layer's cost.
+AED_PRESETS = {
+    "full": dict(d_model=1024, layers=32, heads=8, sub_channels=256, n_mels=128, conv_kernel=9, dec_layers=4,
+                 dec_heads=8, dec_inner=4096, max_len=1024, vocab_rows=5248),
+    "small": dict(d_model=128, layers=2, heads=4, sub_channels=32, n_mels=128, conv_kernel=9, dec_layers=2,
+                  dec_heads=4, dec_inner=256, max_len=128, vocab_rows=512),
+}
+AED_FIXTURE = ROOT / "tests" / "fixtures" / "canary-aed-tiny" / "model.nemo"
+
+
+def canary_aed_tensors(p: dict, rng):
+    """(NeMo name, float32 array): the encoder with biases, the Transformer decoder, the tied classifier."""
+    H, I, V = p["d_model"], p["dec_inner"], p["vocab_rows"]
+    normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+    yield from nemo_encoder_tensors(p, rng, use_bias=True)
+    e, d = "transf_decoder._embedding.", "transf_decoder._decoder."
+    embed = normal((V, H), 1.0)
+    yield e + "token_embedding.weight", embed
+    position = np.arange(p["max_len"], dtype=np.float64)[:, None]
+    freq = np.exp(-np.log(10000.0) * np.arange(0, H, 2, dtype=np.float64) / H)
+    table = np.zeros((p["max_len"], H))
+    table[:, 0::2], table[:, 1::2] = np.sin(position * freq), np.cos(position * freq)
+    yield e + "position_embedding.pos_enc", (table / np.sqrt(H)).astype(np.float32)
+    yield e + "layer_norm.weight", 1.0 + normal((H,), 0.1)
+    yield e + "layer_norm.bias", normal((H,), 0.02)
+    for i in range(p["dec_layers"]):
+        L = f"{d}layers.{i}."
+        for k, sub in ((1, "first_sub_layer"), (2, "second_sub_layer")):
+            yield L + f"layer_norm_{k}.weight", 1.0 + normal((H,), 0.1)
+            yield L + f"layer_norm_{k}.bias", normal((H,), 0.02)
+            for net in ("query_net", "key_net", "value_net", "out_projection"):
+                yield L + f"{sub}.{net}.weight", normal((H, H), H ** -0.5)
+                yield L + f"{sub}.{net}.bias", normal((H,), 0.02)
+        yield L + "layer_norm_3.weight", 1.0 + normal((H,), 0.1)
+        yield L + "layer_norm_3.bias", normal((H,), 0.02)
+        yield L + "third_sub_layer.dense_in.weight", normal((I, H), H ** -0.5)
+        yield L + "third_sub_layer.dense_in.bias", normal((I,), 0.02)
+        yield L + "third_sub_layer.dense_out.weight", normal((H, I), I ** -0.5)
+        yield L + "third_sub_layer.dense_out.bias", normal((H,), 0.02)
+    yield d + "final_layer_norm.weight", 1.0 + normal((H,), 0.1)
+    yield d + "final_layer_norm.bias", normal((H,), 0.02)
+    yield "log_softmax.mlp.layer0.weight", embed  # tied, as EncDecMultiTaskModel ties them
+    yield "log_softmax.mlp.layer0.bias", normal((V,), 0.02)
+
+
+def write_canary_aed(out: Path, preset: str, seed: int) -> None:
+    from nemo_archive import NemoArchive, write_nemo, write_torch_checkpoint
+    import yaml
+    p = AED_PRESETS[preset]
+    tmp = out / "parts"
+    tmp.mkdir(parents=True, exist_ok=True)
+    fixture = NemoArchive(AED_FIXTURE)
+    cfg = fixture.config
+    files = {}
+    for sub in cfg["tokenizer"]["langs"].values():
+        for key in ("model_path", "vocab_path", "spe_tokenizer_vocab"):
+            name = sub[key].split(":", 1)[1]
+            (tmp / name).write_bytes(fixture.member(sub[key]))
+            files[name] = tmp / name
+    cfg["model_defaults"].update(asr_enc_hidden=p["d_model"], lm_enc_hidden=p["d_model"], lm_dec_hidden=p["d_model"])
+    cfg["encoder"].update(n_layers=p["layers"], d_model=p["d_model"], n_heads=p["heads"],
+                          subsampling_conv_channels=p["sub_channels"], feat_in=p["n_mels"], conv_kernel_size=p["conv_kernel"])
+    cfg["transf_decoder"]["config_dict"].update(hidden_size=p["d_model"], inner_size=p["dec_inner"],
+                                                num_layers=p["dec_layers"], num_attention_heads=p["dec_heads"],
+                                                max_sequence_length=p["max_len"])
+    cfg["head"]["hidden_size"] = p["d_model"]
+    (tmp / "model_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_torch_checkpoint(tmp / "model_weights.ckpt", canary_aed_tensors(p, np.random.default_rng(seed)))
+    files = {"model_config.yaml": tmp / "model_config.yaml", "model_weights.ckpt": tmp / "model_weights.ckpt", **files}
+    write_nemo(out / "model.nemo", files)
+    shutil.rmtree(tmp)
+    print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt"], default="canary-qwen")
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed"], default="canary-qwen")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
@@ -337,6 +436,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.family == "parakeet-tdt":
         write_parakeet(Path(a.out), a.preset, a.seed)
+        return 0
+    if a.family == "canary-aed":
+        write_canary_aed(Path(a.out), a.preset, a.seed)
         return 0
     p = PRESETS[a.preset]
     out = Path(a.out)

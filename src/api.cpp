@@ -8,6 +8,7 @@
 #include "core/family.h"
 #include "core/long_audio.h"
 #include "core/log.h"
+#include "core/pipeline.h"
 #include "core/speech_segments.h"
 #include "families/silero_vad.h"
 
@@ -50,16 +51,8 @@ struct transcribe_vad_result {
 };
 
 struct transcribe_session {
-    transcribe_model *       model;
-    std::unique_ptr<Session> impl;
-    SessionOptions           options;
-    // Made on the first run that asks for the VAD model loaded as vad_serial.
-    uint64_t                          vad_serial = 0;
-    std::unique_ptr<SileroVadSession> vad;
-    // Speculative decoding: a session of the draft model loaded as draft_serial, made on the first run
-    // that asks for it, used only on the thread that drives this session.
-    uint64_t                 draft_serial = 0;
-    std::unique_ptr<Session> draft;
+    transcribe_model *                 model;
+    std::unique_ptr<RecordingPipeline> pipeline;
 };
 
 struct transcribe_result {
@@ -127,36 +120,35 @@ void fill_audio(std::vector<float> && samples, int rate, transcribe_audio * out)
     out->sample_rate = rate;
 }
 
-struct RunRequest {
-    RunOptions             options;
-    int                    chunk_ms = 0;
-    transcribe_vad_model * vad      = nullptr;
-    transcribe_vad_params  speech {};
-    transcribe_token_callback token_callback  = nullptr;
-    void *                    token_user_data = nullptr;
-    transcribe_model *        draft           = nullptr;
-    std::vector<int32_t>      draft_ids;
-};
-
-RunRequest run_request(const transcribe_run_params * p) {
-    RunRequest r;
+// The engine's request for what the C parameters ask.
+RecordingRequest run_request(const transcribe_run_params * p) {
+    RecordingRequest r;
     const transcribe_run_params d = transcribe_run_params_init();
     if (!p) {
         p = &d;
     }
-    r.options.max_new_tokens = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
-    r.options.language       = p->language ? p->language : "";
+    r.options.max_new_tokens  = p->max_new_tokens > 0 ? p->max_new_tokens : 256;
+    r.options.language        = p->language ? p->language : "";
     r.options.target_language = p->target_language ? p->target_language : "";
-    r.options.punctuation    = !p->no_punctuation;
-    r.options.timestamps     = p->timestamps;
-    r.options.beam_size      = p->beam_size;
-    r.chunk_ms               = p->chunk_ms;
-    r.options.ignore_eos     = p->ignore_eos;
-    r.vad                    = p->vad;
-    r.speech                 = p->vad_params;
-    r.token_callback         = p->token_callback;
-    r.token_user_data        = p->token_user_data;
-    r.draft                  = p->draft;
+    r.options.punctuation     = !p->no_punctuation;
+    r.options.timestamps      = p->timestamps;
+    r.options.beam_size       = p->beam_size;
+    r.options.ignore_eos      = p->ignore_eos;
+    r.chunk_ms                = p->chunk_ms;
+    if (transcribe_vad_model * vad = p->vad) {
+        r.new_vad = [vad] { return std::make_unique<SileroVadSession>(*vad->impl, 1); };
+        r.vad_id  = vad->serial;
+    }
+    r.speech = p->vad_params;
+    if (p->token_callback) {
+        r.token_bytes = [cb = p->token_callback, ud = p->token_user_data](int32_t id, const std::string & bytes) {
+            cb(id, bytes.data(), bytes.size(), ud);
+        };
+    }
+    if (p->draft) {
+        r.draft    = p->draft->impl.get();
+        r.draft_id = p->draft->serial;
+    }
     if (p->n_draft_ids < 0 || (p->n_draft_ids > 0 && !p->draft_ids)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: %d draft ids at %p", p->n_draft_ids, (const void *) p->draft_ids);
     }
@@ -167,148 +159,20 @@ RunRequest run_request(const transcribe_run_params * p) {
     return r;
 }
 
-// Samples in one run of the model: the caller's chunk, else the model's own limit.
-size_t window_samples(const ModelInfo & info, const RunRequest & req) {
-    const int64_t window_ms = req.chunk_ms > 0 ? req.chunk_ms : info.max_audio_ms;
-    const size_t window = size_t(window_ms * info.sample_rate / 1000);
-    if (window < size_t(info.sample_rate)) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
-    }
-    return window;
-}
-
-// The draft of one piece for speculative decoding: the draft model's transcript of it (run in the
-// session's draft session, on the session's threads), in the main model's tokens.
-std::vector<int32_t> draft_of(transcribe_session * s, transcribe_model * draft, const float * pcm, size_t n,
-                              const std::function<bool()> & cancelled) {
-    if (!s->draft || s->draft_serial != draft->serial) {
-        SessionOptions o = s->options;
-        o.n_batch           = 1;
-        o.progress_callback = nullptr;
-        s->draft.reset();
-        s->draft        = draft->impl->new_session(o);
-        s->draft_serial = draft->serial;
-    }
-    RunOptions o;
-    o.cancelled = cancelled;
-    return s->model->impl->tokenizer().encode(s->draft->run(pcm, n, o).text);
-}
-
-// The checks every run makes of its audio and options, and the options the session gets.
-RunOptions run_options(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req) {
-    if (!pcm || n == 0) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
-    }
-    audio_check_finite(pcm, n, "input audio");
-    const ModelInfo & info = s->model->impl->info();
-    RunOptions o = req.options;
-    if (req.token_callback) {
-        const Tokenizer & tok = s->model->impl->tokenizer();
-        o.on_token = [&tok, &req](int32_t id) {
-            const std::string bytes = tok.decode_bytes({id});
-            req.token_callback(id, bytes.data(), bytes.size(), req.token_user_data);
-        };
-    }
-    const std::string source = !o.language.empty() ? o.language : info.languages.empty() ? "" : info.languages[0];
-    if (!o.target_language.empty() && strcasecmp(o.target_language.c_str(), source.c_str()) != 0 && !info.translation) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "target language '%s': model %s (%s) does not translate", o.target_language.c_str(),
-             info.name.c_str(), info.architecture.c_str());
-    }
-    if (o.beam_size < 0 || (o.beam_size > 0 && !info.beam_search)) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),
-             info.architecture.c_str());
-    }
-    if (!o.language.empty()) {
-        // A language is only accepted as one the model knows, never echoed back as if it had steered
-        // anything (models with a language prompt use it).
-        bool known = false;
-        std::string list;
-        for (const std::string & l : info.languages) {
-            known = known || strcasecmp(l.c_str(), o.language.c_str()) == 0;
-            list += (list.empty() ? "" : ", ") + l;
-        }
-        if (!known) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "language '%s': model %s transcribes %s only", o.language.c_str(),
-                 info.name.c_str(), list.c_str());
-        }
-    }
-    if (req.draft || !req.draft_ids.empty()) {
-        if (!info.speculative) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
-                 info.architecture.c_str());
-        }
-        if (!req.draft_ids.empty()) {
-            o.draft = [ids = req.draft_ids](const float *, size_t) { return ids; };
-        } else {
-            const ModelInfo & d = req.draft->impl->info();
-            if (d.sample_rate != info.sample_rate) {
-                fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s takes %d Hz audio, model %s %d Hz", d.name.c_str(),
-                     d.sample_rate, info.name.c_str(), info.sample_rate);
-            }
-            o.draft = [s, draft = req.draft, cancelled = o.cancelled](const float * piece, size_t n_piece) {
-                return draft_of(s, draft, piece, n_piece, cancelled);
-            };
-        }
-    }
-    return o;
-}
-
-// The VAD's speech pieces of a recording (VAD one thread: the recurrence is a chain of small ops, where a
-// second thread's barriers cost more than it computes, bench/RESULTS.md); VAD_MS gets its time.
-std::vector<SpeechPiece> speech_plan(SileroVadSession & vad, const float * pcm, size_t n, const ModelInfo & info,
-                                     const RunRequest & req, size_t window, double & vad_ms,
-                                     const std::function<bool()> & abort) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<float> probs = vad.run(pcm, n, info.sample_rate, abort);
-    const size_t chunk = size_t(req.vad->impl->branch(info.sample_rate).chunk);
-    const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
-    vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return plan_speech_pieces(regions, probs, chunk, window);
-}
-
 // OUTPUT_TRUNCATED (with the result kept) where a piece ran out of token budget.
-transcribe_status result_status(const transcribe_result & r, const RunRequest & req) {
+transcribe_status result_status(const transcribe_result & r, const RecordingRequest & req) {
     if (r.transcript.truncated) {
         return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
-                      format("transcript truncated: the budget of %d new tokens ran out before the end of a piece",
+                      format("transcript truncated: the budget of %d new tokens (or the decoder's length) ran out "
+                             "before the end of a piece",
                              req.options.max_new_tokens));
     }
     return TRANSCRIBE_OK;
 }
 
-// How a recording is cut: by the VAD's speech regions when one is asked for (run by VAD on this thread,
-// its time into VAD_MS; ABORT stops it), else at pauses into pieces of the window.
-PiecePlan recording_plan(transcribe_session * s, SileroVadSession * vad, const float * pcm, size_t n,
-                         const RunRequest & req, double & vad_ms, const std::function<bool()> & abort) {
-    const ModelInfo & info = s->model->impl->info();
-    const size_t window = window_samples(info, req);
-    if (!req.vad) {
-        return plan_pieces(pcm, n, info.sample_rate, window);
-    }
-    return plan_speech(s->model->impl->tokenizer(), pcm, speech_plan(*vad, pcm, n, info, req, window, vad_ms, abort),
-                       info.sample_rate);
-}
-
-transcribe_status run_one(transcribe_session * s, const float * pcm, size_t n, const RunRequest & req,
-                          transcribe_result ** out) {
-    const RunOptions o = run_options(s, pcm, n, req);
-    if (req.vad && s->vad_serial != req.vad->serial) {
-        s->vad.reset();
-        s->vad        = std::make_unique<SileroVadSession>(*req.vad->impl, 1);
-        s->vad_serial = req.vad->serial;
-    }
-    const SessionOptions & so = s->options;
-    double vad_ms = 0;
-    const PiecePlan plan = recording_plan(s, s->vad.get(), pcm, n, req, vad_ms, [&] {
-        return (so.abort_callback && so.abort_callback(so.abort_user_data)) || (o.cancelled && o.cancelled());
-    });
+transcribe_status give_result(Transcript && t, const RecordingRequest & req, transcribe_result ** out) {
     auto r = std::make_unique<transcribe_result>();
-    r->transcript = transcribe_plan(*s->impl, plan, o);
-    if (req.vad) {
-        Timings t = s->impl->timings();
-        t.vad_ms  = vad_ms;
-        s->impl->set_timings(t);
-    }
+    r->transcript = std::move(t);
     *out = r.release();
     return result_status(**out, req);
 }
@@ -529,9 +393,8 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
         o.progress_callback  = p.progress_callback;
         o.progress_user_data = p.progress_user_data;
         auto s = std::make_unique<transcribe_session>();
-        s->model   = model;
-        s->options = o;
-        s->impl    = model->impl->new_session(o);
+        s->model    = model;
+        s->pipeline = std::make_unique<RecordingPipeline>(*model->impl, o);
         *out_session = s.release();
         return TRANSCRIBE_OK;
     });
@@ -539,7 +402,9 @@ transcribe_status transcribe_session_create(transcribe_model * model, const tran
 
 void transcribe_session_free(transcribe_session * session) { delete session; }
 
-int transcribe_session_batch_size(const transcribe_session * session) { return session ? session->impl->max_batch() : 0; }
+int transcribe_session_batch_size(const transcribe_session * session) {
+    return session ? session->pipeline->session().max_batch() : 0;
+}
 
 transcribe_status transcribe_audio_load(const char * path, int target_rate, transcribe_audio * out) {
     return load_audio("transcribe_audio_load", path != nullptr, target_rate, out,
@@ -616,7 +481,8 @@ transcribe_status transcribe_run(transcribe_session * session, const float * pcm
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: null argument");
         }
         *out_result = nullptr;
-        return run_one(session, pcm, n_samples, run_request(params), out_result);
+        const RecordingRequest req = run_request(params);
+        return give_result(session->pipeline->run(pcm, n_samples, req), req, out_result);
     });
 }
 
@@ -628,7 +494,7 @@ transcribe_status transcribe_batcher_create(transcribe_session * session, transc
         *out = nullptr;
         auto b = std::make_unique<transcribe_batcher>();
         b->session = session;
-        b->impl    = std::make_unique<Batcher>(*session->impl);
+        b->impl    = std::make_unique<Batcher>(session->pipeline->session());
         *out = b.release();
         return TRANSCRIBE_OK;
     });
@@ -643,19 +509,8 @@ transcribe_status transcribe_batcher_run(transcribe_batcher * batcher, const flo
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_batcher_run: null argument");
         }
         *out_result = nullptr;
-        transcribe_session * s = batcher->session;
-        const RunRequest req = run_request(params);
-        Batcher::Recording rec;
-        rec.options = run_options(s, pcm, n_samples, req);
-        // With a VAD, this caller's own VAD session: it runs on the calling thread, beside the batch.
-        std::unique_ptr<SileroVadSession> vad = req.vad ? std::make_unique<SileroVadSession>(*req.vad->impl, 1) : nullptr;
-        double vad_ms = 0;
-        rec.plan = recording_plan(s, vad.get(), pcm, n_samples, req, vad_ms,
-                                  [&] { return rec.options.cancelled && rec.options.cancelled(); });
-        auto r = std::make_unique<transcribe_result>();
-        r->transcript = batcher->impl->run(std::move(rec));
-        *out_result = r.release();
-        return result_status(**out_result, req);
+        const RecordingRequest req = run_request(params);
+        return give_result(batcher->session->pipeline->run_shared(*batcher->impl, pcm, n_samples, req), req, out_result);
     });
 }
 
@@ -670,70 +525,15 @@ transcribe_status transcribe_run_batch(transcribe_session * session, const float
             results[i]  = nullptr;
             statuses[i] = TRANSCRIBE_ERR_ABORTED; // until it has run
         }
-        const RunRequest req = run_request(params);
-        const ModelInfo & info = session->model->impl->info();
-        const size_t window = window_samples(info, req);
-        // Recordings within one window are decoded together (when tokens stream to a callback they go
-        // one by one: its calls would not say whose token each is); longer ones and those the VAD cuts
-        // run after, each with its pieces decoded together.
-        std::vector<int>        together;
-        std::vector<RunOptions> options(static_cast<size_t>(n));
-        std::vector<char>       handled(static_cast<size_t>(n), 0);
-        if (!req.vad && !req.token_callback) {
-            for (int i = 0; i < n; ++i) {
-                if (pcm[i] && n_samples[i] > 0 && n_samples[i] <= window) {
-                    handled[size_t(i)] = 1;
-                    statuses[i] = guarded([&] {
-                        options[size_t(i)] = run_options(session, pcm[i], n_samples[i], req);
-                        together.push_back(i);
-                        return TRANSCRIBE_OK;
-                    });
-                }
+        const RecordingRequest req = run_request(params);
+        std::vector<RecordingPipeline::Outcome> outcomes = session->pipeline->run_many(pcm, n_samples, n, req);
+        for (int i = 0; i < n; ++i) {
+            RecordingPipeline::Outcome & o = outcomes[size_t(i)];
+            if (o.transcript) {
+                statuses[i] = give_result(std::move(*o.transcript), req, &results[i]);
+            } else if (o.error) {
+                statuses[i] = guarded([&]() -> transcribe_status { std::rethrow_exception(o.error); });
             }
-        }
-        bool aborted = false;
-        if (!together.empty()) {
-            size_t given = 0;
-            const transcribe_status st = guarded([&] {
-                session->impl->run_batch(
-                    [&](BatchJob & job) {
-                        if (given == together.size()) {
-                            return false;
-                        }
-                        const int i   = together[given++];
-                        job.pcm       = pcm[i];
-                        job.n_samples = n_samples[i];
-                        job.options   = options[size_t(i)];
-                        return true;
-                    },
-                    [&](size_t id, Transcript * t, std::exception_ptr error) {
-                        const int i = together[id];
-                        if (t) {
-                            auto r = std::make_unique<transcribe_result>();
-                            r->transcript = std::move(*t);
-                            results[i]  = r.release();
-                            statuses[i] = result_status(*results[i], req);
-                        } else {
-                            statuses[i] = guarded([&]() -> transcribe_status { std::rethrow_exception(error); });
-                        }
-                    });
-                return TRANSCRIBE_OK;
-            });
-            aborted = st != TRANSCRIBE_OK; // the session's abort (or a failure of the batch itself)
-            if (aborted) {
-                for (int i : together) {
-                    if (!results[i]) {
-                        statuses[i] = st;
-                    }
-                }
-            }
-        }
-        for (int i = 0; i < n && !aborted; ++i) {
-            if (handled[size_t(i)]) {
-                continue;
-            }
-            statuses[i] = guarded([&] { return run_one(session, pcm[i], n_samples[i], req, &results[i]); });
-            aborted = statuses[i] == TRANSCRIBE_ERR_ABORTED; // the caller wants everything stopped
         }
         transcribe_status first = TRANSCRIBE_OK;
         for (int i = 0; i < n; ++i) {
@@ -812,7 +612,7 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
         if (!session || !out) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_session_get_timings: null argument");
         }
-        const Timings & t = session->impl->timings();
+        const Timings & t = session->pipeline->session().timings();
         out->load_ms          = session->model->load_ms;
         out->mel_ms           = t.mel_ms;
         out->encode_ms        = t.encode_ms;

@@ -5,12 +5,9 @@
 
 #include "family.h"
 #include "long_audio.h"
+#include "piece_feeder.h"
 
 #include <condition_variable>
-#include <deque>
-#include <exception>
-#include <functional>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -34,34 +31,13 @@ public:
     Transcript run(Recording recording);
 
 private:
-    struct Request {
-        Recording               recording;
-        std::vector<Transcript> results;
-        size_t                  given = 0, running = 0;
-        std::exception_ptr      error;
-        bool                    finished = false;
-        Transcript              out;
-        bool can_give() const {
-            return !error && given < recording.plan.n_pieces && !(recording.options.on_token && running > 0);
-        }
-    };
-    struct Piece {
-        Request *          request = nullptr;
-        size_t             index   = 0;
-        std::vector<float> storage;
-    };
     void loop();
-    bool next_piece(BatchJob & job);                                      // under mutex_
-    void piece_done(size_t id, Transcript * t, std::exception_ptr error); // under mutex_
-    void finish(Request & r);                                             // under mutex_
 
     Session &               session_;
     std::mutex              mutex_;
     std::condition_variable work_cv_, done_cv_;
-    std::deque<Request *>   waiting_; // requests with pieces still to give, in arrival order
-    std::map<size_t, Piece> running_; // by the session's job id within the current run_batch
-    size_t                  next_id_ = 0;
-    bool                    stop_    = false;
+    PieceFeeder             feeder_; // under mutex_
+    bool                    stop_ = false;
     std::thread             thread_;
 };
 

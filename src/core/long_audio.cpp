@@ -1,5 +1,7 @@
 #include "long_audio.h"
 
+#include "piece_feeder.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -121,44 +123,6 @@ template <typename Map> void append_timed(Transcript & out, Transcript & t, Map 
 }
 
 } // namespace
-
-Transcript transcribe_plan(Session & session, const PiecePlan & plan, const RunOptions & options) {
-    const size_t n_pieces = plan.n_pieces;
-    std::vector<Transcript> out(n_pieces);
-    std::map<size_t, std::vector<float>> storage; // of the pieces running
-    std::exception_ptr first_error;
-    size_t given = 0, running = 0;
-    const bool in_order = bool(options.on_token);
-    session.run_batch(
-        [&](BatchJob & job) {
-            if (given == n_pieces || first_error || (in_order && running > 0)) {
-                return false;
-            }
-            const auto [x, n] = plan.audio_of(given, storage[given]);
-            job.pcm       = x;
-            job.n_samples = n;
-            job.options   = options;
-            job.options.progress_offset = options.progress_offset + options.progress_scale * float(given) / float(n_pieces);
-            job.options.progress_scale  = options.progress_scale / float(n_pieces);
-            ++given;
-            ++running;
-            return true;
-        },
-        [&](size_t id, Transcript * t, std::exception_ptr error) {
-            --running;
-            storage.erase(id);
-            if (error && !first_error) {
-                first_error = error;
-            }
-            if (t) {
-                out[id] = std::move(*t);
-            }
-        });
-    if (first_error) {
-        std::rethrow_exception(first_error);
-    }
-    return plan.join(std::move(out));
-}
 
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options) {

@@ -35,12 +35,7 @@ struct PiecePlan {
 // original audio, truncation reported per segment and overall.
 PiecePlan plan_pieces(const float * x, size_t n, int sample_rate, size_t window_samples);
 
-// Runs the plan's pieces through the session's run_batch, decoded together as far as it batches but one
-// at a time when tokens stream out (they must arrive in order), and joins them. The first piece to fail
-// fails the recording.
-Transcript transcribe_plan(Session & session, const PiecePlan & plan, const RunOptions & options);
-
-// transcribe_plan(plan_pieces(...)).
+// transcribe_plan (piece_feeder.h) of plan_pieces(...).
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,
                              const RunOptions & options);
 
@@ -71,7 +66,7 @@ std::vector<Segment> speech_segments(const Transcript & piece, const std::vector
 // decoded); segments follow speech (speech_segments); no pieces give an empty transcript.
 PiecePlan plan_speech(const Tokenizer & tokenizer, const float * x, std::vector<SpeechPiece> pieces, int sample_rate);
 
-// transcribe_plan(plan_speech(...)).
+// transcribe_plan (piece_feeder.h) of plan_speech(...).
 Transcript transcribe_speech(Session & session, const Tokenizer & tokenizer, const float * x,
                              const std::vector<SpeechPiece> & pieces, int sample_rate, const RunOptions & options);
 

@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/model_file.h"
+#include "core/speech_detector.h"
 
 #include <functional>
 #include <map>
@@ -56,10 +57,10 @@ struct SileroVadTaps {
     std::vector<float> logit;
 };
 
-class SileroVadSession {
+class SileroVadSession final : public SpeechDetector {
 public:
     SileroVadSession(const SileroVad & model, int n_threads);
-    ~SileroVadSession();
+    ~SileroVadSession() override;
     SileroVadSession(const SileroVadSession &) = delete;
     SileroVadSession & operator=(const SileroVadSession &) = delete;
 
@@ -67,6 +68,11 @@ public:
     // zero state. should_abort is polled between blocks of chunks (ABORTED).
     std::vector<float> run(const float * pcm, size_t n, int sample_rate, const std::function<bool()> & should_abort = {},
                            SileroVadTaps * taps = nullptr);
+    std::vector<float> probabilities(const float * pcm, size_t n, int sample_rate,
+                                     const std::function<bool()> & abort) override {
+        return run(pcm, n, sample_rate, abort);
+    }
+    size_t chunk_samples(int sample_rate) const override { return size_t(model_.branch(sample_rate).chunk); }
     // The LSTM state after the last chunk of the last run: h, then c (kHidden each).
     const std::vector<float> & state() const { return state_; }
     const SileroVad & model() const { return model_; }

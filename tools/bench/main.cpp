@@ -3,6 +3,7 @@
 #include "transcribe.h"
 
 #include "../common/draft_option.h"
+#include "../common/task_options.h"
 #include "../common/tool_errors.h"
 #include "../common/vad_options.h"
 
@@ -76,6 +77,8 @@ int main(int argc, char ** argv) {
     app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     transcribe_tools::DraftOption draft_option;
     draft_option.add_to(app);
+    transcribe_tools::TaskOptions task;
+    task.add_to(app);
     app.add_option("--draft-ids", draft_ids_path,
                    "speculative decoding with these ids as the draft (a file of whitespace-separated ids)")
         ->excludes("--draft");
@@ -152,6 +155,7 @@ int main(int argc, char ** argv) {
     rp.ignore_eos     = fixed_new_tokens > 0;
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
+    task.apply(rp);
 
     if (batch > 1 && transcribe_session_batch_size(session) < batch) {
         return transcribe_tools::tool_error("transcribe-bench", std::string("--batch: model ") + info.name + " (" +

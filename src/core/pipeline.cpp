@@ -1,0 +1,222 @@
+#include "pipeline.h"
+
+#include "audio.h"
+#include "error.h"
+#include "piece_feeder.h"
+#include "speech_segments.h"
+
+#include <chrono>
+#include <strings.h>
+
+namespace transcribe {
+
+RecordingPipeline::RecordingPipeline(Model & model, const SessionOptions & options)
+    : model_(model), options_(options), session_(model.new_session(options)) {}
+
+// Samples in one run of the model: the caller's chunk, else the model's own limit.
+size_t RecordingPipeline::window_samples(const RecordingRequest & req) const {
+    const ModelInfo & info = model_.info();
+    const int64_t window_ms = req.chunk_ms > 0 ? req.chunk_ms : info.max_audio_ms;
+    const size_t window = size_t(window_ms * info.sample_rate / 1000);
+    if (window < size_t(info.sample_rate)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: chunk_ms %lld is below one second", (long long) window_ms);
+    }
+    return window;
+}
+
+// The draft of one piece for speculative decoding: the draft model's transcript of it (run in the
+// pipeline's draft session, on the session's threads), in the main model's tokens.
+std::vector<int32_t> RecordingPipeline::draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
+                                                 const std::function<bool()> & cancelled) {
+    if (!draft_ || draft_id_ != draft_id) {
+        SessionOptions o = options_;
+        o.n_batch           = 1;
+        o.progress_callback = nullptr;
+        draft_.reset();
+        draft_    = draft.new_session(o);
+        draft_id_ = draft_id;
+    }
+    RunOptions o;
+    o.cancelled = cancelled;
+    return model_.tokenizer().encode(draft_->run(pcm, n, o).text);
+}
+
+// The checks every run makes of its audio and options, and the options the session gets.
+RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const RecordingRequest & req) {
+    if (!pcm || n == 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: no audio samples");
+    }
+    audio_check_finite(pcm, n, "input audio");
+    const ModelInfo & info = model_.info();
+    RunOptions o = req.options;
+    if (req.token_bytes) {
+        const Tokenizer & tok = model_.tokenizer();
+        o.on_token = [&tok, cb = req.token_bytes](int32_t id) { cb(id, tok.decode_bytes({id})); };
+    }
+    const std::string source = !o.language.empty() ? o.language : info.languages.empty() ? "" : info.languages[0];
+    if (!o.target_language.empty() && strcasecmp(o.target_language.c_str(), source.c_str()) != 0 && !info.translation) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "target language '%s': model %s (%s) does not translate", o.target_language.c_str(),
+             info.name.c_str(), info.architecture.c_str());
+    }
+    if (o.beam_size < 0 || (o.beam_size > 0 && !info.beam_search)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),
+             info.architecture.c_str());
+    }
+    if (!o.language.empty()) {
+        // A language is only accepted as one the model knows, never echoed back as if it had steered
+        // anything (models with a language prompt use it).
+        bool known = false;
+        std::string list;
+        for (const std::string & l : info.languages) {
+            known = known || strcasecmp(l.c_str(), o.language.c_str()) == 0;
+            list += (list.empty() ? "" : ", ") + l;
+        }
+        if (!known) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "language '%s': model %s transcribes %s only", o.language.c_str(),
+                 info.name.c_str(), list.c_str());
+        }
+    }
+    if (req.draft || !req.draft_ids.empty()) {
+        if (!info.speculative) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
+                 info.architecture.c_str());
+        }
+        if (!req.draft_ids.empty()) {
+            o.draft = [ids = req.draft_ids](const float *, size_t) { return ids; };
+        } else {
+            const ModelInfo & d = req.draft->info();
+            if (d.sample_rate != info.sample_rate) {
+                fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s takes %d Hz audio, model %s %d Hz", d.name.c_str(),
+                     d.sample_rate, info.name.c_str(), info.sample_rate);
+            }
+            o.draft = [this, draft = req.draft, id = req.draft_id, cancelled = o.cancelled](const float * piece,
+                                                                                          size_t n_piece) {
+                return draft_of(*draft, id, piece, n_piece, cancelled);
+            };
+        }
+    }
+    return o;
+}
+
+// How a recording is cut: by the VAD's speech regions when one is asked for (VAD one thread: the
+// recurrence is a chain of small ops, where a second thread's barriers cost more than it computes,
+// bench/RESULTS.md; its time into VAD_MS, ABORT stops it), else at pauses into pieces of the window.
+PiecePlan RecordingPipeline::plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req,
+                                  double & vad_ms, const std::function<bool()> & abort) {
+    const ModelInfo & info = model_.info();
+    const size_t window = window_samples(req);
+    if (!vad) {
+        return plan_pieces(pcm, n, info.sample_rate, window);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<float> probs = vad->probabilities(pcm, n, info.sample_rate, abort);
+    const size_t chunk = vad->chunk_samples(info.sample_rate);
+    const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
+    vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return plan_speech(model_.tokenizer(), pcm, plan_speech_pieces(regions, probs, chunk, window), info.sample_rate);
+}
+
+Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRequest & req) {
+    const RunOptions o = prepare(pcm, n, req);
+    if (req.new_vad && (!vad_ || vad_id_ != req.vad_id)) {
+        vad_.reset();
+        vad_    = req.new_vad();
+        vad_id_ = req.vad_id;
+    }
+    double vad_ms = 0;
+    const PiecePlan pieces = plan(req.new_vad ? vad_.get() : nullptr, pcm, n, req, vad_ms, [&] {
+        return (options_.abort_callback && options_.abort_callback(options_.abort_user_data)) || (o.cancelled && o.cancelled());
+    });
+    Transcript t = transcribe_plan(*session_, pieces, o);
+    if (req.new_vad) {
+        Timings timings = session_->timings();
+        timings.vad_ms  = vad_ms;
+        session_->set_timings(timings);
+    }
+    return t;
+}
+
+std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float * const * pcm, const size_t * n, int count,
+                                                                    const RecordingRequest & req) {
+    std::vector<Outcome> out(static_cast<size_t>(count));
+    const size_t window = window_samples(req);
+    std::vector<int>        together;
+    std::vector<RunOptions> options(static_cast<size_t>(count));
+    std::vector<char>       handled(static_cast<size_t>(count), 0);
+    if (!req.new_vad && !req.token_bytes) {
+        for (int i = 0; i < count; ++i) {
+            if (pcm[i] && n[i] > 0 && n[i] <= window) {
+                handled[size_t(i)] = 1;
+                try {
+                    options[size_t(i)] = prepare(pcm[i], n[i], req);
+                    together.push_back(i);
+                } catch (...) {
+                    out[size_t(i)].error = std::current_exception();
+                    out[size_t(i)].ran   = true;
+                }
+            }
+        }
+    }
+    bool aborted = false;
+    if (!together.empty()) {
+        size_t given = 0;
+        try {
+            session_->run_batch(
+                [&](BatchJob & job) {
+                    if (given == together.size()) {
+                        return false;
+                    }
+                    const int i   = together[given++];
+                    job.pcm       = pcm[i];
+                    job.n_samples = n[i];
+                    job.options   = options[size_t(i)];
+                    return true;
+                },
+                [&](size_t id, Transcript * t, std::exception_ptr error) {
+                    Outcome & o = out[size_t(together[id])];
+                    o.ran = true;
+                    if (t) {
+                        o.transcript = std::make_unique<Transcript>(std::move(*t));
+                    } else {
+                        o.error = error;
+                    }
+                });
+        } catch (...) {
+            // The session's abort (or a failure of the batch itself): what has no result gets its error.
+            aborted = true;
+            for (int i : together) {
+                if (!out[size_t(i)].transcript) {
+                    out[size_t(i)].error = std::current_exception();
+                    out[size_t(i)].ran   = true;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < count && !aborted; ++i) {
+        if (handled[size_t(i)]) {
+            continue;
+        }
+        Outcome & o = out[size_t(i)];
+        o.ran = true;
+        try {
+            o.transcript = std::make_unique<Transcript>(run(pcm[i], n[i], req));
+        } catch (const Error & e) {
+            o.error = std::current_exception();
+            aborted = e.status() == TRANSCRIBE_ERR_ABORTED; // the caller wants everything stopped
+        } catch (...) {
+            o.error = std::current_exception();
+        }
+    }
+    return out;
+}
+
+Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, size_t n, const RecordingRequest & req) {
+    Batcher::Recording rec;
+    rec.options = prepare(pcm, n, req);
+    std::unique_ptr<SpeechDetector> vad = req.new_vad ? req.new_vad() : nullptr;
+    double vad_ms = 0;
+    rec.plan = plan(vad.get(), pcm, n, req, vad_ms, [&] { return rec.options.cancelled && rec.options.cancelled(); });
+    return batcher.run(std::move(rec));
+}
+
+} // namespace transcribe

@@ -1,0 +1,81 @@
+// A recording from samples to its transcript, as every caller of the engine runs one (the C API is a
+// thin shim over this): the run's checks, how the recording is cut (at pauses into the model's window,
+// or by a voice-activity detector's speech), its pieces through the session (decoded together as far
+// as the session batches, or through a batcher shared by threads), joined; speculative decoding's
+// draft model run on the same threads.
+#pragma once
+
+#include "batcher.h"
+#include "family.h"
+#include "long_audio.h"
+#include "speech_detector.h"
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace transcribe {
+
+// What one run asks beyond its samples.
+struct RecordingRequest {
+    RunOptions options;
+    int        chunk_ms = 0; // pieces of at most this much audio; <= 0: the model's window
+    // Speech-aware cutting: detectors made by NEW_VAD (kept by the pipeline while VAD_ID stays the same).
+    std::function<std::unique_ptr<SpeechDetector>()> new_vad;
+    uint64_t                                          vad_id = 0;
+    transcribe_vad_params                             speech {};
+    // Each token's bytes as decoded (streaming); with it a recording's pieces go one at a time.
+    std::function<void(int32_t, const std::string &)> token_bytes;
+    // Speculative decoding: a draft model (kept as a session of its own while DRAFT_ID stays the same),
+    // or fixed draft ids for every piece.
+    Model *              draft    = nullptr;
+    uint64_t             draft_id = 0;
+    std::vector<int32_t> draft_ids;
+};
+
+class RecordingPipeline {
+public:
+    RecordingPipeline(Model & model, const SessionOptions & options);
+
+    Model &                model() { return model_; }
+    Session &              session() { return *session_; }
+    const SessionOptions & options() const { return options_; }
+
+    // One recording (INVALID_ARG / ABORTED / ... thrown as Error).
+    Transcript run(const float * pcm, size_t n, const RecordingRequest & req);
+
+    // Several: those within one window decoded together (one by one where tokens stream out, whose
+    // callback would not say whose token each is), the longer ones and those a VAD cuts after, each with
+    // its pieces decoded together. The session's abort stops everything (what has not run keeps ran false).
+    struct Outcome {
+        std::unique_ptr<Transcript> transcript;
+        std::exception_ptr          error;
+        bool                        ran = false;
+    };
+    std::vector<Outcome> run_many(const float * const * pcm, const size_t * n, int count, const RecordingRequest & req);
+
+    // One recording through BATCHER (on this pipeline's session), from any thread: with a VAD, a
+    // detector of the caller's own runs on the calling thread.
+    Transcript run_shared(Batcher & batcher, const float * pcm, size_t n, const RecordingRequest & req);
+
+private:
+    RunOptions prepare(const float * pcm, size_t n, const RecordingRequest & req);
+    size_t     window_samples(const RecordingRequest & req) const;
+    PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, double & vad_ms,
+                    const std::function<bool()> & abort);
+    std::vector<int32_t> draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
+                                  const std::function<bool()> & cancelled);
+
+    Model &                         model_;
+    SessionOptions                  options_;
+    std::unique_ptr<Session>        session_;
+    uint64_t                        vad_id_ = 0;
+    std::unique_ptr<SpeechDetector> vad_;       // made on the first run that asks for vad_id_
+    uint64_t                        draft_id_ = 0;
+    std::unique_ptr<Session>        draft_;     // a session of the draft model, on this pipeline's thread
+};
+
+} // namespace transcribe
