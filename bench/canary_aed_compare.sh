@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Canary AED, full-size synthetic: ours (Q8_0 and BF16 files; greedy and beam 4) against NeMo's own
-# modules in PyTorch (bench/nemo_aed_reference.py, F32, greedy and beam 4), runs interleaved in this script,
+# modules in PyTorch (bench/nemo_aed_reference.py, BF16: Debian's torch has oneDNN for bf16 but a generic BLAS for
+# F32, which is 40x slower), greedy and beam 4, runs interleaved in this script,
 # every run decoding exactly NEW tokens after the prompt.
 #   usage: bench/canary_aed_compare.sh MODEL.nemo MODEL_BF16.gguf AUDIO [THREADS=2] [NEW=32] [REPS=3]
 # MODEL.nemo: scripts/make-synthetic-checkpoint.py --family canary-aed --preset full; MODEL_BF16.gguf:
@@ -22,11 +23,11 @@ ours() { # ours MODEL BEAM -> total ms, x real time, peak RSS MB
 }
 nemo_run() { # nemo_run BEAM -> total ms, peak RSS MB
     PYTHONPATH="${NEMO_SRC:-/tmp/nemo}:$root/scripts/nemo_reference" $py "$root/bench/nemo_aed_reference.py" \
-        --nemo "$nemo" --audio "$audio" --threads "$threads" --new "$new" --beam "$1" --runs 3 2>/dev/null |
+        --nemo "$nemo" --audio "$audio" --threads "$threads" --new "$new" --beam "$1" --runs 3 --dtype bf16 2>/dev/null |
         field "total_ms peak_rss_mb"
 }
 echo "threads $threads, $(basename "$audio") (${audio_s} s), $new new tokens; ms: median of 3 runs each, interleaved"
-printf "%-4s %-6s %14s %14s %14s %9s %9s %10s\n" rep decode "NeMo F32 ms" "ours BF16 ms" "ours Q8_0 ms" "Q8_0 xRT" "Q8_0 RSS" "NeMo/Q8_0"
+printf "%-4s %-6s %14s %14s %14s %9s %9s %10s\n" rep decode "NeMo BF16 ms" "ours BF16 ms" "ours Q8_0 ms" "Q8_0 xRT" "Q8_0 RSS" "NeMo/Q8_0"
 for rep in $(seq "$reps"); do
     for beam in 0 4; do
         set -- $(nemo_run "$beam"); n=$1

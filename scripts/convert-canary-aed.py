@@ -106,8 +106,33 @@ def load_aggregate_tokenizer(nemo: NemoArchive, where: str):
     return pieces, types, sub_names, offsets
 
 
+def load_canary_bpe_tokenizer(nemo: NemoArchive, where: str):
+    """canary-1b-v2's CanaryBPETokenizer: one SentencePiece model, the special tokens user-defined symbols.
+    Pieces, scores, types (SentencePiece's piece types are gguf's TokenType numbers) and the normalizer's
+    two flags that change encoding (NeMo's create_spt_model keeps extra whitespace by default)."""
+    try:
+        from sentencepiece import sentencepiece_model_pb2
+    except ImportError as exc:
+        raise ConvertError(f"python3-sentencepiece is needed to read the tokenizer ({exc})")
+    tok = nemo.config.get("tokenizer") or {}
+    proto = sentencepiece_model_pb2.ModelProto()
+    try:
+        proto.ParseFromString(nemo.member(tok["model_path"]))
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ConvertError(f"{where}: unreadable SentencePiece model ({exc})")
+    if proto.trainer_spec.model_type != sentencepiece_model_pb2.TrainerSpec.BPE:
+        raise ConvertError(f"{where}: the SentencePiece model is not BPE")
+    pieces = [p.piece for p in proto.pieces]
+    scores = [float(p.score) for p in proto.pieces]
+    types = [int(p.type) for p in proto.pieces]
+    unk = next((i for i, t in enumerate(types) if t == 2), 0)
+    return pieces, scores, types, unk, bool(proto.normalizer_spec.add_dummy_prefix), \
+        bool(proto.normalizer_spec.remove_extra_whitespaces)
+
+
 def special_ids(pieces: list, sub_names: list, offsets: list, where: str) -> dict:
-    """Ids of the special tokens in spl_tokens (CanaryTokenizer looks them up there)."""
+    """Ids of the special tokens in spl_tokens (CanaryTokenizer looks them up there; a single
+    CanaryBPETokenizer has them among its pieces)."""
     spl_end = offsets[1] if len(offsets) > 1 else len(pieces)
     spl = {pieces[i]: i for i in range(spl_end)}
 
@@ -173,7 +198,13 @@ def convert(args) -> None:
         raise ConvertError(f"{where}: no preprocessor/encoder/transf_decoder section: not a Canary AED config")
     enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
     hp = decoder_hparams(cfg, where)
-    pieces, types, sub_names, offsets = load_aggregate_tokenizer(nemo, where)
+    tok = cfg.get("tokenizer") or {}
+    single = tok.get("type") == "bpe" and str((tok.get("custom_tokenizer") or {}).get("_target_", "")).endswith("CanaryBPETokenizer")
+    if single:
+        pieces, scores, types, unk, space_prefix, remove_whitespace = load_canary_bpe_tokenizer(nemo, where)
+        sub_names, offsets = [], [0]
+    else:
+        pieces, types, sub_names, offsets = load_aggregate_tokenizer(nemo, where)
     ids = special_ids(pieces, sub_names, offsets, where)
     src = nemo.checkpoint()
     emb = "transf_decoder._embedding.token_embedding.weight"
@@ -207,13 +238,26 @@ def convert(args) -> None:
         w.add_uint32(a + "token." + key, ids[key])
     w.add_array(a + "languages", [code for code, _ in ids["languages"]])
     w.add_array(a + "language_tokens", [i for _, i in ids["languages"]])
-    w.add_array(a + "tokenizer_offsets", offsets)
-    w.add_tokenizer_model("canary")  # aggregate: pieces joined, U+2581 as a space, special tokens literal
-    w.add_token_list(pieces)
-    w.add_token_types(types)
+    if single:
+        # One SentencePiece model: NeMo encodes the prompt's text with it (Canary2PromptFormatter) and
+        # decodes as SentencePiece does.
+        w.add_string(a + "prompt_encoding", "text")
+        w.add_tokenizer_model("llama")
+        w.add_token_list(pieces)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_unk_token_id(unk)
+        w.add_add_space_prefix(space_prefix)
+        w.add_remove_extra_whitespaces(remove_whitespace)
+    else:
+        w.add_string(a + "prompt_encoding", "ids")
+        w.add_array(a + "tokenizer_offsets", offsets)
+        w.add_tokenizer_model("canary")  # aggregate: pieces joined, U+2581 as a space, special tokens literal
+        w.add_token_list(pieces)
+        w.add_token_types(types)
     plan.write(w)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocabulary {len(pieces)} "
-          f"({', '.join(sub_names)}), languages {[c for c, _ in ids['languages']]}, outtype {args.outtype})")
+          f"({', '.join(sub_names) or 'one SentencePiece model'}), languages {[c for c, _ in ids['languages']]}, outtype {args.outtype})")
 
 
 def main() -> int:

@@ -56,6 +56,9 @@ def main():
         subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(nemo), "-o",
                         str(out / f"canary-aed-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "canary-aed-tiny"],
                        check=True)
+    v2 = Path(a.canary_aed_fixture).parent / "canary-aed-v2-tiny" / "model.nemo"
+    subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(v2), "-o", str(out / "canary-aed-v2-tiny-f32.gguf"),
+                    "--outtype", "f32", "--name", "canary-aed-v2-tiny"], check=True)
 
 
 if __name__ == "__main__":

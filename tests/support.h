@@ -37,6 +37,7 @@ const Fixture & canary_fixture();
 const Fixture & parakeet_fixture();
 const Fixture & parakeet_ctc_fixture();
 const Fixture & canary_aed_fixture();
+const Fixture & canary_aed_v2_fixture(); // its audio and encoder goldens are canary_aed_fixture()'s
 
 std::string fixture(const std::string & rel);   // path under the tiny fixture
 std::string model(const std::string & name);    // path of a converted test model

@@ -226,6 +226,51 @@ TEST_F(CanaryAedGolden, Unknown_language_is_an_error_naming_the_known_ones) {
     EXPECT_THROW(session->run(pcm.data(), pcm.size(), o), Error);
 }
 
+// ---- canary-1b-v2's tokenizer: one SentencePiece model (canary-aed-v2-tiny) ----
+
+// NeMo's Canary2PromptFormatter encodes the prompt's text with the SentencePiece model, so the prompt
+// starts with the dummy prefix '\u2581' before the user-defined special tokens (10 tokens, not 9); the
+// greedy step logits are within canary-aed-tiny's tolerance for the same task (the same weights), and
+// the ids and SentencePiece's text are NeMo's, as are the timestamps and the beam-4 best hypothesis.
+TEST(CanaryAedV2Golden, Prompt_logits_ids_and_text_through_one_sentencepiece_model_are_nemos) {
+    const test::Fixture & v2 = test::canary_aed_v2_fixture();
+    auto model = test::load("canary-aed-v2-tiny-f32.gguf");
+    EXPECT_EQ(model->tokenizer().encode("<|startofcontext|><|en|><|en|>"), (std::vector<int32_t> {431, 7, 22, 22}));
+    for (const char * clip : kClips) {
+        for (const char * task : kTasks) {
+            const std::string t = task;
+            const nlohmann::json g = v2.golden_json(clip, t + "/greedy.json");
+            SessionOptions so;
+            so.n_threads = 2;
+            so.kv_type   = GGML_TYPE_F32;
+            auto session = model->new_session(so);
+            std::vector<std::vector<float>> steps;
+            RunOptions ro  = task_options(t);
+            ro.step_logits = &steps;
+            const std::vector<float> pcm = fx().wav_16k(clip);
+            const Transcript tr = session->run(pcm.data(), pcm.size(), ro);
+            EXPECT_EQ(session->timings().n_prefill_tokens, int(g["prompt_ids"].size())) << clip << " " << task;
+            const NpyArray want = v2.golden(clip, t + "/greedy_step_logits.npy");
+            const size_t V = size_t(want.shape[1]);
+            ASSERT_GE(steps.size(), size_t(want.shape[0]));
+            float worst = 0;
+            for (size_t s = 0; s < size_t(want.shape[0]); ++s) {
+                const std::vector<float> row(want.f32.begin() + long(s * V), want.f32.begin() + long((s + 1) * V));
+                worst = std::max(worst, test::max_abs_diff(steps[s], row));
+            }
+            EXPECT_LE(worst, fx().atol(clip, t + "/greedy_step_logits.npy")) << clip << " " << task;
+            EXPECT_EQ(tr.tokens, hypothesis_ids(g["hypothesis"])) << clip << " " << task;
+            if (t == "asr_en_timestamps") {
+                EXPECT_EQ(tr.text, g["timestamps"]["text_after"].get<std::string>()) << clip;
+            } else {
+                EXPECT_EQ(tr.text, g["hypothesis"]["text"].get<std::string>()) << clip << " " << task;
+            }
+            const nlohmann::json b = v2.golden_json(clip, t + "/beam.json");
+            EXPECT_EQ(run(*model, clip, task, 4).transcript.tokens, hypothesis_ids(b["best"])) << clip << " " << task;
+        }
+    }
+}
+
 // ---- By hand: NeMo's process_aed_timestamp_outputs ----
 
 namespace {

@@ -3,6 +3,7 @@
 #include "error.h"
 #include "model_file.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace transcribe {
@@ -47,7 +48,14 @@ SentencePieceTokenizer::SentencePieceTokenizer(const ModelFile & file) {
         if (types_[i] == kNormal || types_[i] == kUserDefined || types_[i] == kByte) {
             piece_to_id_.emplace(pieces_[i], int32_t(i));
         }
+        if (types_[i] == kUserDefined && !pieces_[i].empty()) {
+            user_defined_.push_back(pieces_[i]);
+        }
     }
+    std::stable_sort(user_defined_.begin(), user_defined_.end(),
+                     [](const std::string & a, const std::string & b) { return a.size() > b.size(); });
+    add_space_prefix_         = file.get_bool("tokenizer.ggml.add_space_prefix", true);
+    remove_extra_whitespaces_ = file.get_bool("tokenizer.ggml.remove_extra_whitespaces", true);
 }
 
 bool SentencePieceTokenizer::is_control(int32_t id) const {
@@ -100,28 +108,41 @@ std::string SentencePieceTokenizer::decode(const std::vector<int32_t> & ids) con
 }
 
 std::vector<int32_t> SentencePieceTokenizer::encode(const std::string & text) const {
-    // Whitespace: runs collapsed to one, ends trimmed, a dummy prefix; each space becomes U+2581.
+    // Whitespace: runs collapsed to one and ends trimmed (remove_extra_whitespaces), a dummy prefix
+    // (add_space_prefix); each space becomes U+2581.
     std::string norm;
     for (char c : text) {
         const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
-        if (space) {
+        if (space && remove_extra_whitespaces_) {
             if (!norm.empty() && norm.back() != ' ') {
                 norm += ' ';
             }
         } else {
-            norm += c;
+            norm += space ? ' ' : c;
         }
     }
-    while (!norm.empty() && norm.back() == ' ') {
+    while (remove_extra_whitespaces_ && !norm.empty() && norm.back() == ' ') {
         norm.pop_back();
     }
     if (norm.empty()) {
         return {};
     }
-    norm = replace_all(" " + norm, " ", kSpace);
+    norm = replace_all(add_space_prefix_ ? " " + norm : norm, " ", kSpace);
+    // Characters, or a user-defined symbol whole (frozen: never merged).
     std::vector<std::string> sym;
+    std::vector<bool>        frozen;
     for (size_t i = 0; i < norm.size();) {
-        const size_t n = std::min(utf8_len(static_cast<unsigned char>(norm[i])), norm.size() - i);
+        size_t n = 0;
+        for (const std::string & u : user_defined_) {
+            if (norm.compare(i, u.size(), u) == 0) {
+                n = u.size();
+                break;
+            }
+        }
+        frozen.push_back(n > 0);
+        if (n == 0) {
+            n = std::min(utf8_len(static_cast<unsigned char>(norm[i])), norm.size() - i);
+        }
         sym.push_back(norm.substr(i, n));
         i += n;
     }
@@ -129,6 +150,9 @@ std::vector<int32_t> SentencePieceTokenizer::encode(const std::string & text) co
         float  best_score = 0;
         size_t best       = SIZE_MAX;
         for (size_t i = 0; i + 1 < sym.size(); ++i) {
+            if (frozen[i] || frozen[i + 1]) {
+                continue;
+            }
             auto it = piece_to_id_.find(sym[i] + sym[i + 1]);
             if (it != piece_to_id_.end() && types_[size_t(it->second)] != kByte &&
                 (best == SIZE_MAX || scores_[size_t(it->second)] > best_score)) {
@@ -141,6 +165,7 @@ std::vector<int32_t> SentencePieceTokenizer::encode(const std::string & text) co
         }
         sym[best] += sym[best + 1];
         sym.erase(sym.begin() + long(best) + 1);
+        frozen.erase(frozen.begin() + long(best) + 1);
     }
     std::vector<int32_t> ids;
     for (const std::string & s : sym) {

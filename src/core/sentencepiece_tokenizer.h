@@ -11,8 +11,10 @@ namespace transcribe {
 class SentencePieceTokenizer final : public Tokenizer {
 public:
     explicit SentencePieceTokenizer(const ModelFile & file);
-    // SentencePiece's BPE encoding: whitespace collapsed, a dummy prefix space, then the adjacent pair
-    // whose merged piece scores highest merged until none is in the vocabulary.
+    // SentencePiece's BPE encoding: whitespace runs collapsed (where the model's normalizer removes extra
+    // whitespace), a dummy prefix space (where it adds one), user-defined symbols split off whole (the
+    // longest at each place; never merged), then the adjacent pair whose merged piece scores highest
+    // merged until none is in the vocabulary.
     std::vector<int32_t> encode(const std::string & text) const override;
     std::string decode_bytes(const std::vector<int32_t> & ids) const override;
     // As sentencepiece decodes: the first piece's word-initial space dropped.
@@ -28,7 +30,9 @@ private:
     std::vector<float>                       scores_;
     std::vector<int32_t>                     types_;
     std::unordered_map<std::string, int32_t> piece_to_id_;
+    std::vector<std::string>                 user_defined_; // longest first
     int32_t                                  unk_id_ = 0;
+    bool                                     add_space_prefix_ = true, remove_extra_whitespaces_ = true;
 };
 
 } // namespace transcribe

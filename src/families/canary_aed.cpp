@@ -68,6 +68,7 @@ public:
         if (info_.languages.empty() || language_tokens_.size() != info_.languages.size()) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: languages and their tokens do not match", f.path().c_str());
         }
+        prompt_as_text_ = f.get_str(a + "prompt_encoding", "ids") == "text";
         greedy_delta_ = f.get_i32(a + "greedy_max_generation_delta", -1);
         beam_delta_   = f.get_i32(a + "beam_max_generation_delta", -1);
         length_penalty_ = f.has_key(a + "beam_length_penalty") ? f.get_f32(a + "beam_length_penalty") : 0.0f;
@@ -93,10 +94,11 @@ public:
         return std::make_unique<CanaryAedSession>(*this, options);
     }
 
-    int32_t language_token(const std::string & lang, const char * what) const {
+    // The index of LANG among the model's languages (INVALID_ARG naming them where it is not one).
+    size_t language_index(const std::string & lang, const char * what) const {
         for (size_t i = 0; i < info_.languages.size(); ++i) {
             if (strcasecmp(info_.languages[i].c_str(), lang.c_str()) == 0) {
-                return language_tokens_[i];
+                return i;
             }
         }
         std::string known;
@@ -107,13 +109,20 @@ public:
              known.c_str());
     }
 
-    // NeMo's canary2 prompt (Canary2PromptFormatter, an empty decoder context).
+    // NeMo's canary2 prompt (Canary2PromptFormatter, an empty decoder context): the special tokens'
+    // ids (the aggregate tokenizer's special prompt), or, with one SentencePiece model, the prompt's text
+    // as that model encodes it.
     std::vector<int32_t> prompt(const RunOptions & o) const {
         const std::string source = o.language.empty() ? info_.languages[0] : o.language;
         const std::string target = o.target_language.empty() ? source : o.target_language;
-        return {t_.startofcontext, t_.bos, t_.emo_undefined, language_token(source, "source"),
-                language_token(target, "target"), o.punctuation ? t_.pnc : t_.nopnc, t_.noitn,
-                o.timestamps ? t_.timestamp : t_.notimestamp, t_.nodiarize};
+        const size_t src = language_index(source, "source"), tgt = language_index(target, "target");
+        if (prompt_as_text_) {
+            return tokenizer_->encode("<|startofcontext|><|startoftranscript|><|emo:undefined|><|" + info_.languages[src] +
+                                      "|><|" + info_.languages[tgt] + (o.punctuation ? "|><|pnc|>" : "|><|nopnc|>") +
+                                      "<|noitn|>" + (o.timestamps ? "<|timestamp|>" : "<|notimestamp|>") + "<|nodiarize|>");
+        }
+        return {t_.startofcontext, t_.bos, t_.emo_undefined, language_tokens_[src], language_tokens_[tgt],
+                o.punctuation ? t_.pnc : t_.nopnc, t_.noitn, o.timestamps ? t_.timestamp : t_.notimestamp, t_.nodiarize};
     }
 
     // Tokens a run may generate after a prompt of P: up to the decoder's max_sequence_length, or
@@ -131,6 +140,7 @@ public:
     TransformerDecoder         dec_;
     PromptTokens               t_;
     std::vector<int32_t>       language_tokens_;
+    bool                       prompt_as_text_ = false;
     int                        greedy_delta_ = -1, beam_delta_ = -1;
     float                      length_penalty_ = 0.0f;
 };
