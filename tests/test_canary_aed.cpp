@@ -377,3 +377,32 @@ TEST(BeamSearch, A_first_end_of_text_is_extended_once_and_a_finished_beam_goes_o
     EXPECT_EQ(r.hypotheses[1].tokens, (std::vector<int32_t> {1, 2, 1}));
     EXPECT_NEAR(r.hypotheses[1].score, lp0[1] + lp_eos[2] + lp_word[1], 1e-6);
 }
+
+// The length penalty (NeMo reads beam.length_penalty; 0 unless a config sets it): the final choice is
+// the best score / ((5 + len) / 6)^alpha, len = 1 + the prefix's tokens that are not end-of-text or pad,
+// prompt included. Here after one step [word eos] (len 3) has the better sum, [word word] (len 4) the
+// better penalized score once alpha is 1.
+TEST(BeamSearch, The_length_penalty_decides_between_a_short_and_a_long_hypothesis) {
+    const std::vector<std::vector<float>> rows = {{0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f}, {-20.0f, 0.0f, -0.02f}};
+    const std::vector<float> first = {-9.0f, -3.0f, 0.0f};
+    const std::vector<float> lp0 = log_softmax(first), lp_word = log_softmax(rows[2]);
+    BeamSearchConfig c;
+    c.beam_size = 2;
+    c.max_steps = 1;
+    c.eos = 1;
+    c.pad = 0;
+    c.prompt_length = 1;
+    for (const float alpha : {0.0f, 1.0f}) {
+        TableDecoder dec(rows);
+        c.length_penalty = alpha;
+        const BeamSearchResult r = beam_search(dec, {0, 1}, first, c, [] {});
+        ASSERT_EQ(r.hypotheses.size(), 2u);
+        EXPECT_EQ(r.hypotheses[0].tokens, (std::vector<int32_t> {2, 1}));
+        EXPECT_EQ(r.hypotheses[1].tokens, (std::vector<int32_t> {2, 2}));
+        // Scores stay sums of log-probabilities.
+        EXPECT_NEAR(r.hypotheses[0].score, lp0[2] + lp_word[1], 1e-6);
+        EXPECT_NEAR(r.hypotheses[1].score, lp0[2] + lp_word[2], 1e-6);
+        // alpha 0: -0.731 > -0.751; alpha 1: -0.731 / (8/6) = -0.548 < -0.751 / (9/6) = -0.500.
+        EXPECT_EQ(r.best, alpha == 0.0f ? 0u : 1u) << "alpha " << alpha;
+    }
+}

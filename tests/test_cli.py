@@ -107,6 +107,37 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("greedily only", r.stderr.decode())
 
+    def test_canary_aed_max_generation_delta_caps_the_tokens(self):
+        """decoding.greedy / beam max_generation_delta >= 0 (NeMo: max length = min(max_sequence_length,
+        src_len + delta), src_len every encoder output frame): jfk_div8 has 26 output frames (25 valid), so
+        delta 2 leaves min(40, 26 + 2) - 9 prompt tokens = 19 new tokens, flagged truncated; beam search
+        runs 19 steps after the prompt's, so at most 20 tokens."""
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        from nemo_archive import NemoArchive, write_nemo
+        import tarfile
+        import yaml
+        fixture = PARAKEET_FIXTURE.parent / "canary-aed-tiny"
+        wav = str(fixture / "audio" / "jfk_div8.wav")
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            with tarfile.open(fixture / "model.nemo") as tar:
+                tar.extractall(tmp / "parts")
+            cfg = yaml.safe_load((tmp / "parts" / "model_config.yaml").read_text())
+            cfg["decoding"]["greedy"] = {"max_generation_delta": 2}
+            cfg["decoding"]["beam"]["max_generation_delta"] = 2
+            (tmp / "parts" / "model_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+            write_nemo(tmp / "delta.nemo", {p.name: p for p in (tmp / "parts").iterdir() if p.is_file()})
+            gguf = tmp / "delta.gguf"
+            converter = Path(__file__).resolve().parent.parent / "scripts" / "convert-canary-aed.py"
+            subprocess.run([sys.executable, str(converter), "--nemo", str(tmp / "delta.nemo"), "-o", str(gguf),
+                            "--outtype", "f32"], check=True, capture_output=True)
+            r = cli("-m", str(gguf), "--json", "--translate-to", "de", wav)  # NeMo runs this task to its cap
+            j = json.loads(r.stdout)
+            self.assertEqual(len(j["tokens"]), 19, r.stderr)
+            self.assertTrue(j["truncated"])
+            b = json.loads(cli("-m", str(gguf), "--json", "--beam", "4", "--translate-to", "de", wav).stdout)
+            self.assertLessEqual(len(b["tokens"]), 20)
+
     def test_draft_model_gives_the_plain_ids(self):
         """--draft with the Parakeet fixture model: every clip's ids, text and segments are the plain run's
         (the reference's greedy ids); the JSON timings count the draft; a model that cannot take a draft,

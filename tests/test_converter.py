@@ -283,17 +283,20 @@ def rewrite_checkpoint(data, edit):
     return out.getvalue()
 
 
-class ParakeetConverter(unittest.TestCase):
+class NemoConverterCase(unittest.TestCase):
+    """A .nemo converter run on a fixture archive, edited or not (CONVERTER, NEMO: the subclass's)."""
+    CONVERTER = NEMO = None
+
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp())
         self.out = self.tmp / "out.gguf"
-        self.members = nemo_members(PARAKEET_NEMO)
+        self.members = nemo_members(self.NEMO)
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
 
     def convert(self, nemo, *extra):
-        return subprocess.run([sys.executable, str(PARAKEET_CONVERTER), "--nemo", str(nemo), "-o", str(self.out), *extra],
+        return subprocess.run([sys.executable, str(self.CONVERTER), "--nemo", str(nemo), "-o", str(self.out), *extra],
                               capture_output=True, text=True)
 
     def convert_edited(self, edit):
@@ -309,6 +312,10 @@ class ParakeetConverter(unittest.TestCase):
         for needle in needles:
             self.assertIn(needle, result.stderr)
         self.assertFalse(self.out.exists(), "a failed conversion must not leave a partial file")
+
+
+class ParakeetConverter(NemoConverterCase):
+    CONVERTER, NEMO = PARAKEET_CONVERTER, PARAKEET_NEMO
 
     def test_metadata_and_storage(self):
         r = self.convert(PARAKEET_NEMO, "--outtype", "bf16")
@@ -404,3 +411,55 @@ class ParakeetConverter(unittest.TestCase):
         def not_tdt(members):
             members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"durations", b"other_key")
         self.expect_error(self.convert_edited(not_tdt), "not a TDT model")
+
+
+AED_NEMO = Path(__file__).resolve().parent / "fixtures" / "canary-aed-tiny" / "model.nemo"
+AED_V2_NEMO = Path(__file__).resolve().parent / "fixtures" / "canary-aed-v2-tiny" / "model.nemo"
+AED_CONVERTER = Path(__file__).resolve().parent.parent / "scripts" / "convert-canary-aed.py"
+
+
+class CanaryAedConverter(NemoConverterCase):
+    """scripts/convert-canary-aed.py: metadata of both tokenizer kinds, and one clear line for each config
+    it cannot take (no partial file left)."""
+    CONVERTER, NEMO = AED_CONVERTER, AED_NEMO
+
+    def test_metadata_of_both_tokenizers(self):
+        r = self.convert(AED_NEMO, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        field = lambda k: g.fields[k].contents()
+        self.assertEqual(field("general.architecture"), "canary_aed")
+        self.assertEqual(field("canary_aed.languages"), ["en", "de", "es", "fr"])
+        self.assertEqual(field("canary_aed.language_tokens"), [22, 23, 24, 25])
+        self.assertEqual((field("canary_aed.token.bos"), field("canary_aed.token.eos"), field("canary_aed.token.pad")), (4, 3, 2))
+        self.assertEqual(field("canary_aed.prompt_encoding"), "ids")
+        self.assertEqual(field("tokenizer.ggml.model"), "canary")
+        self.assertEqual(len(field("tokenizer.ggml.tokens")), 507)
+        self.assertNotIn("dec.output.weight", {t.name for t in g.tensors})  # tied: the embedding serves
+        r = self.convert(AED_V2_NEMO, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        self.assertEqual(field("canary_aed.prompt_encoding"), "text")
+        self.assertEqual(field("tokenizer.ggml.model"), "llama")
+        self.assertEqual(field("tokenizer.ggml.remove_extra_whitespaces"), False)
+        self.assertEqual(field("tokenizer.ggml.add_space_prefix"), True)
+
+    def test_configs_it_cannot_take(self):
+        def edit_config(old, new):
+            def edit(members):
+                assert old in members["./model_config.yaml"]
+                members["./model_config.yaml"] = members["./model_config.yaml"].replace(old, new)
+            return edit
+        self.expect_error(self.convert_edited(edit_config(b"prompt_format: canary2", b"prompt_format: canary")),
+                          "prompt_format 'canary' is not supported")
+        self.expect_error(self.convert_edited(edit_config(b"  num_layers: 0", b"  num_layers: 2")),
+                          "Transformer encoder")
+        self.expect_error(self.convert_edited(edit_config(b"hidden_act: relu", b"hidden_act: gelu")), "relu")
+        self.expect_error(self.convert_edited(edit_config(b"type: agg", b"type: wpe")), "tokenizer type")
+
+        def drop(members):
+            members["./model_weights.ckpt"] = rewrite_checkpoint(
+                members["./model_weights.ckpt"],
+                lambda name, data: data.replace(b"transf_decoder._decoder.final_layer_norm.bias",
+                                                b"transf_decoder._decoder.final_layer_norm.bixs"))
+        self.expect_error(self.convert_edited(drop), "missing tensor", "final_layer_norm.bias")

@@ -22,6 +22,10 @@ int SpeechEncoder::frames(size_t n_samples) const {
     return FastConformer::subsampled_length(int(n_samples / size_t(mel_->config().hop_length)));
 }
 
+int SpeechEncoder::output_frames(size_t n_samples) const {
+    return FastConformer::subsampled_length(int(n_samples / size_t(mel_->config().hop_length)) + 1);
+}
+
 int SpeechEncoder::frame_ms() const { return 8 * 1000 * mel_->config().hop_length / mel_->config().sample_rate; }
 
 std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float * pcm, size_t n, int n_threads,

@@ -25,6 +25,8 @@ public:
     int sample_rate() const { return mel_->config().sample_rate; }
     // Encoder frames for n samples (the valid ones: later frames are masked padding).
     int frames(size_t n_samples) const;
+    // Every frame the encoder outputs for n samples, the masked ones included (NeMo's padded length).
+    int output_frames(size_t n_samples) const;
     // Milliseconds of audio one encoder frame covers.
     int frame_ms() const;
 

@@ -125,8 +125,9 @@ public:
                 o.punctuation ? t_.pnc : t_.nopnc, t_.noitn, o.timestamps ? t_.timestamp : t_.notimestamp, t_.nodiarize};
     }
 
-    // Tokens a run may generate after a prompt of P: up to the decoder's max_sequence_length, or
-    // encoder frames + max_generation_delta where that is smaller (GreedySequenceGenerator).
+    // Tokens a run may generate after a prompt of P: up to the decoder's max_sequence_length, or the
+    // encoder's output length (NeMo's src_len: every output frame, the masked one included) +
+    // max_generation_delta where that is smaller (GreedySequenceGenerator._prepare_for_search).
     int generation_cap(int P, int n_frames, bool beam) const {
         const int delta = beam ? beam_delta_ : greedy_delta_;
         const int max_len = delta >= 0 ? std::min(dec_hp_.n_positions, n_frames + delta) : dec_hp_.n_positions;
@@ -160,7 +161,7 @@ void CanaryAedSession::start(DecodeJob & a) {
     const std::vector<int32_t> prompt = model_.prompt(o);
     const int n_audio = model_.encoder_.frames(a.job.n_samples);
     const bool beam = o.beam_size > 0;
-    const int cap = model_.generation_cap(int(prompt.size()), n_audio, beam);
+    const int cap = model_.generation_cap(int(prompt.size()), model_.encoder_.output_frames(a.job.n_samples), beam);
     if (cap < 1) {
         fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "a prompt of %zu tokens leaves no room in the decoder's %d positions",
              prompt.size(), model_.dec_hp_.n_positions);
