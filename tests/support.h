@@ -1,7 +1,7 @@
 // Shared helpers for the tests: fixture paths, golden loading, tolerances from MANIFEST.json.
 #pragma once
 
-#include "core/family.h"
+#include "engine/family.h"
 #include "core/npy.h"
 
 #include "ggml-backend.h"

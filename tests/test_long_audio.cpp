@@ -1,5 +1,5 @@
 // Long audio: cut points at pauses, silence trimming, and the joined transcript of many pieces.
-#include "core/long_audio.h"
+#include "engine/long_audio.h"
 #include "support.h"
 
 #include "ggml-backend.h"

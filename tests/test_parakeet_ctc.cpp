@@ -2,8 +2,8 @@
 // parakeet-tdt-tiny's, whose stages test_parakeet_tdt.cpp checks): the head's log-probabilities, every
 // frame's decision, NeMo's text, word and segment times; greedy CTC's folding and offsets and CTC's
 // punctuation rule by hand.
-#include "core/family.h"
-#include "core/subword_timestamps.h"
+#include "engine/family.h"
+#include "engine/subword_timestamps.h"
 #include "decoding/ctc_greedy.h"
 #include "support.h"
 

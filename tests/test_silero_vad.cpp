@@ -2,9 +2,9 @@
 // MANIFEST), and the speech-region post-processing against hand-worked cases of upstream's loop.
 #include "core/audio.h"
 #include "core/error.h"
-#include "core/long_audio.h"
+#include "engine/long_audio.h"
 #include "core/npy.h"
-#include "core/speech_segments.h"
+#include "engine/speech_segments.h"
 #include "families/silero_vad.h"
 #include "support.h"
 

@@ -5,9 +5,9 @@
 
 #include "fastconformer.h"
 
-#include "core/family.h"
+#include "engine/family.h"
 #include "core/mel.h"
-#include "core/session_base.h"
+#include "engine/session_base.h"
 
 #include <functional>
 #include <memory>

@@ -6,7 +6,7 @@
 
 #include "core/backend.h"
 #include "core/model_file.h"
-#include "core/session_base.h"
+#include "engine/session_base.h"
 
 #include <string>
 #include <vector>

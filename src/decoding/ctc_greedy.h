@@ -5,7 +5,7 @@
 // ended; the first starts one frame before the first non-blank frame (at least at 0).
 #pragma once
 
-#include "core/subword_timestamps.h"
+#include "engine/subword_timestamps.h"
 
 #include <vector>
 

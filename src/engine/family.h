@@ -4,8 +4,8 @@
 
 #include "transcribe.h"
 
-#include "model_file.h"
-#include "tokenizer.h"
+#include "core/model_file.h"
+#include "core/tokenizer.h"
 
 #include "ggml-backend.h"
 

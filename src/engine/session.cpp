@@ -1,6 +1,6 @@
 // What a session does for families that do not decode several recordings together.
-#include "error.h"
-#include "family.h"
+#include "core/error.h"
+#include "engine/family.h"
 
 namespace transcribe {
 

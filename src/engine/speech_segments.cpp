@@ -1,6 +1,6 @@
-#include "speech_segments.h"
+#include "engine/speech_segments.h"
 
-#include "error.h"
+#include "core/error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,9 @@
-#include "pipeline.h"
+#include "engine/pipeline.h"
 
-#include "audio.h"
-#include "error.h"
-#include "piece_feeder.h"
-#include "speech_segments.h"
+#include "core/audio.h"
+#include "core/error.h"
+#include "engine/piece_feeder.h"
+#include "engine/speech_segments.h"
 
 #include <chrono>
 #include <strings.h>

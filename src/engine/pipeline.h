@@ -5,10 +5,10 @@
 // draft model run on the same threads.
 #pragma once
 
-#include "batcher.h"
-#include "family.h"
-#include "long_audio.h"
-#include "speech_detector.h"
+#include "engine/batcher.h"
+#include "engine/family.h"
+#include "engine/long_audio.h"
+#include "engine/speech_detector.h"
 
 #include <cstdint>
 #include <exception>

@@ -3,9 +3,9 @@
 // and leaving between steps (continuous batching). One thread of its own drives the session.
 #pragma once
 
-#include "family.h"
-#include "long_audio.h"
-#include "piece_feeder.h"
+#include "engine/family.h"
+#include "engine/long_audio.h"
+#include "engine/piece_feeder.h"
 
 #include <condition_variable>
 #include <mutex>

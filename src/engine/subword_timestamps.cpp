@@ -1,4 +1,4 @@
-#include "subword_timestamps.h"
+#include "engine/subword_timestamps.h"
 
 #include <algorithm>
 

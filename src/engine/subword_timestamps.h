@@ -4,7 +4,7 @@
 // converts them.
 #pragma once
 
-#include "tokenizer.h"
+#include "core/tokenizer.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
-#include "batcher.h"
+#include "engine/batcher.h"
 
-#include "error.h"
+#include "core/error.h"
 
 #include <algorithm>
 

@@ -5,8 +5,8 @@
 // given pieces at its first error and completes (joined, or failed) once none of its pieces runs.
 #pragma once
 
-#include "family.h"
-#include "long_audio.h"
+#include "engine/family.h"
+#include "engine/long_audio.h"
 
 #include <deque>
 #include <exception>

@@ -1,6 +1,6 @@
-#include "long_audio.h"
+#include "engine/long_audio.h"
 
-#include "piece_feeder.h"
+#include "engine/piece_feeder.h"
 
 #include <algorithm>
 #include <climits>

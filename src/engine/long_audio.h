@@ -2,8 +2,8 @@
 // one session, and join the pieces into timed segments of the original audio.
 #pragma once
 
-#include "family.h"
-#include "speech_segments.h"
+#include "engine/family.h"
+#include "engine/speech_segments.h"
 
 #include <cstddef>
 #include <functional>

@@ -2,9 +2,9 @@
 // abort and progress callbacks, a bounded cache of graphs built once per shape, and stage timing.
 #pragma once
 
-#include "backend.h"
-#include "error.h"
-#include "family.h"
+#include "core/backend.h"
+#include "core/error.h"
+#include "engine/family.h"
 
 #include <chrono>
 #include <functional>

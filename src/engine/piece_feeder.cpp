@@ -1,4 +1,4 @@
-#include "piece_feeder.h"
+#include "engine/piece_feeder.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "aed_timestamps.h"
+#include "engine/aed_timestamps.h"
 
 #include <cctype>
 
