@@ -1,5 +1,7 @@
 #include "speech_encoder.h"
 
+#include <algorithm>
+
 #include "core/npy.h"
 
 namespace transcribe {
@@ -32,6 +34,14 @@ std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float *
                                                   Timings & timings) {
     StageTimer mel_timer;
     MelFeatures mel = enc_.mel_->compute(pcm, n, n_threads);
+    if (valid_only_ && mel.n_frames > mel.n_valid) {
+        std::vector<float> cut(size_t(mel.n_mels) * size_t(mel.n_valid));
+        for (int m = 0; m < mel.n_mels; ++m) {
+            std::copy_n(mel.data.begin() + long(m) * mel.n_frames, mel.n_valid, cut.begin() + long(m) * mel.n_valid);
+        }
+        mel.data     = std::move(cut);
+        mel.n_frames = mel.n_valid;
+    }
     timings.mel_ms = mel_timer.ms();
     dump_f32("mel", mel.data, {mel.n_mels, mel.n_frames});
 

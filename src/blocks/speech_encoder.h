@@ -35,7 +35,10 @@ public:
 
     class Run {
     public:
-        Run(const SpeechEncoder & encoder, Head head) : enc_(encoder), head_(std::move(head)) {}
+        // VALID_ONLY: the encoder sees the valid mel frames alone (Sortformer's forward cuts the mel to
+        // them), not the extra padded one it masks otherwise.
+        Run(const SpeechEncoder & encoder, Head head, bool valid_only = false)
+            : enc_(encoder), head_(std::move(head)), valid_only_(valid_only) {}
         // Mel + encoder + head on exec; returns the head's output, time-major [T][head rows]. Fills
         // timings.mel_ms / encode_ms and writes mel, pre_encode, enc_layer_0, enc_layer_last, enc_out
         // under TRANSCRIBE_DUMP_DIR.
@@ -44,6 +47,7 @@ public:
     private:
         const SpeechEncoder & enc_;
         Head                  head_;
+        bool                  valid_only_ = false;
         GraphCache            graphs_;
     };
 

@@ -1,0 +1,65 @@
+#include "transformer_encoder.h"
+
+#include "ops/matmul.h"
+#include "ops/norms.h"
+
+#include <cmath>
+
+namespace transcribe {
+
+namespace {
+constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
+} // namespace
+
+TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEncoderHParams & hp, const std::string & prefix)
+    : hp_(hp) {
+    const int64_t H = hp.hidden;
+    auto linear = [&](const std::string & name, int64_t n_in, int64_t n_out) {
+        return Linear {f.matmul_weight(name + ".weight", {n_in, n_out}), f.tensor(name + ".bias", {n_out}, F32)};
+    };
+    auto norm = [&](const std::string & name) {
+        return Linear {f.tensor(name + ".weight", {H}, F32), f.tensor(name + ".bias", {H}, F32)};
+    };
+    layers_.resize(size_t(hp.n_layers));
+    for (int i = 0; i < hp.n_layers; ++i) {
+        const std::string b = prefix + ".blk." + std::to_string(i) + ".";
+        Layer & l    = layers_[size_t(i)];
+        l.q          = linear(b + "attn_q", H, H);
+        l.k          = linear(b + "attn_k", H, H);
+        l.v          = linear(b + "attn_v", H, H);
+        l.o          = linear(b + "attn_o", H, H);
+        l.up         = linear(b + "ffn_up", H, hp.inner);
+        l.down       = linear(b + "ffn_down", hp.inner, H);
+        l.attn_norm  = norm(b + "attn_norm");
+        l.ffn_norm   = norm(b + "ffn_norm");
+    }
+}
+
+ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const {
+    const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
+    // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
+    const float scale = 1.0f / std::sqrt(float(hd));
+    auto apply = [&](const Linear & l, ggml_tensor * t) { return ops::matmul(ctx, l.w, t, l.b); };
+    auto heads = [&](ggml_tensor * t) { // [H, T] -> [hd, T, nh]
+        return ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, t, hd, nh, T), 0, 2, 1, 3));
+    };
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const Layer & l = layers_[il];
+        ggml_tensor * q  = heads(apply(l.q, x));
+        ggml_tensor * k  = heads(apply(l.k, x));
+        ggml_tensor * vt = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, apply(l.v, x), hd, nh, T), 1, 2, 0, 3)); // [T, hd, nh]
+        ggml_tensor * scores = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), nullptr, scale, 0.0f); // [T keys, T, nh]
+        ggml_tensor * o = ggml_mul_mat(ctx, vt, scores);                                             // [hd, T, nh]
+        o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                                        // [hd, nh, T]
+        x = ops::layer_norm(ctx, ggml_add(ctx, x, apply(l.o, ggml_reshape_2d(ctx, o, H, T))), l.attn_norm.w, l.attn_norm.b,
+                            hp_.norm_eps);
+        ggml_tensor * ff = apply(l.down, ggml_relu(ctx, apply(l.up, x)));
+        x = ops::layer_norm(ctx, ggml_add(ctx, x, ff), l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
+        if (il == 0 && first_layer) {
+            *first_layer = x;
+        }
+    }
+    return x;
+}
+
+} // namespace transcribe
