@@ -2,6 +2,7 @@
 // speaker probabilities within the MANIFEST's tolerances, and each frame's decision at every
 // post-processing threshold the fixture lists on the same side as NeMo's.
 #include "core/npy.h"
+#include "engine/speaker_segments.h"
 #include "families/sortformer.h"
 #include "support.h"
 
@@ -55,4 +56,91 @@ TEST(SortformerGolden, Audio_past_the_limit_is_an_error) {
     SortformerSession session(model, 2);
     const std::vector<float> pcm(size_t(model.sample_rate()) * size_t(model.max_audio_ms() / 1000 + 1), 0.1f);
     EXPECT_THROW(session.run(pcm.data(), pcm.size()), Error);
+}
+
+namespace {
+DiarizationParams params_of(const nlohmann::json & j) {
+    DiarizationParams p;
+    p.onset            = j["onset"];
+    p.offset           = j["offset"];
+    p.pad_onset        = j["pad_onset"];
+    p.pad_offset       = j["pad_offset"];
+    p.min_duration_on  = j["min_duration_on"];
+    p.min_duration_off = j["min_duration_off"];
+    return p;
+}
+} // namespace
+
+// NeMo's post-processing on NeMo's probabilities (preds.npy), for the default parameters and the four
+// released sets: every speaker's raw float32 segments and every printed line exact (the released v2
+// DIHARD3 set pins the unstable sort of equal starts on jfk).
+TEST(SpeakerSegments, Nemos_segments_and_lines_from_nemos_probabilities) {
+    for (const char * clip : kClips) {
+        const NpyArray preds = fx().golden(clip, "preds.npy");
+        const int T = int(preds.shape[0]), S = int(preds.shape[1]);
+        const nlohmann::json sets = fx().golden_json(clip, "segments.json");
+        for (const auto & [name, set] : sets.items()) {
+            const DiarizationParams p = params_of(set["params"]);
+            for (int spk = 0; spk < S; ++spk) {
+                const auto raw = speaker_segments_raw(preds.f32.data() + spk, T, S, 8, p);
+                std::vector<std::array<float, 2>> want;
+                for (const auto & r : set["raw_segments_per_speaker"][size_t(spk)]) {
+                    want.push_back({r[0].get<float>(), r[1].get<float>()});
+                }
+                EXPECT_EQ(raw, want) << clip << " " << name << " speaker " << spk;
+            }
+            std::vector<std::string> lines;
+            for (const SpeakerSegment & s : speaker_segments(preds.f32, T, S, 8, p)) {
+                lines.push_back(speaker_line(s));
+            }
+            EXPECT_EQ(lines, set["lines"].get<std::vector<std::string>>()) << clip << " " << name;
+        }
+    }
+}
+
+// End to end: our probabilities give NeMo's lines for every parameter set.
+TEST(SpeakerSegments, Our_probabilities_give_nemos_lines) {
+    const Sortformer model(test::model("sortformer-tiny-f32.gguf"), ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    SortformerSession session(model, 2);
+    for (const char * clip : kClips) {
+        const std::vector<float> pcm = fx().wav_16k(clip);
+        const SpeakerActivity act = session.run(pcm.data(), pcm.size());
+        const nlohmann::json sets = fx().golden_json(clip, "segments.json");
+        for (const auto & [name, set] : sets.items()) {
+            std::vector<std::string> lines;
+            for (const SpeakerSegment & s : speaker_segments(act.probs, act.n_frames, act.n_speakers, 8, params_of(set["params"]))) {
+                lines.push_back(speaker_line(s));
+            }
+            EXPECT_EQ(lines, set["lines"].get<std::vector<std::string>>()) << clip << " " << name;
+        }
+    }
+}
+
+// By hand, the branches the fixture's sets do not reach: a segment that never closes ends at the last
+// 10-ms frame plus pad_offset; pad_onset clamps at 0; offset below onset (hysteresis); short speech
+// dropped before short gaps are filled; a run of overlapping rows ends at its last row's end.
+TEST(SpeakerSegments, Binarization_and_filtering_by_hand) {
+    using Rows = std::vector<std::array<float, 2>>;
+    DiarizationParams p;
+    // 4 frames of 80 ms (unit 8): off, on, on, on: starts at frame 8 (0.08 s), open at the end -> (32 - 1) * 0.01.
+    const float open[] = {0.1f, 0.9f, 0.9f, 0.9f};
+    EXPECT_EQ(speaker_segments_raw(open, 4, 1, 8, p), (Rows {{0.08f, 0.31f}}));
+    // pad_onset 0.2 clamps the start at 0; pad_offset 0.05 extends the end.
+    p.pad_onset  = 0.2;
+    p.pad_offset = 0.05;
+    const float burst[] = {0.9f, 0.1f, 0.1f, 0.1f};
+    EXPECT_EQ(speaker_segments_raw(burst, 4, 1, 8, p), (Rows {{0.0f, float(0.08 + 0.05)}}));
+    // Hysteresis: onset 0.6, offset 0.3: 0.5 neither starts nor ends speech.
+    p = DiarizationParams {};
+    p.onset  = 0.6;
+    p.offset = 0.3;
+    const float hyst[] = {0.5f, 0.7f, 0.5f, 0.2f, 0.5f};
+    EXPECT_EQ(speaker_segments_raw(hyst, 5, 1, 1, p), (Rows {{0.01f, 0.03f}}));
+    // Speech first: the 0.02-s segment is dropped (min_duration_on 0.03), then the 0.02-s gap left
+    // between the others is filled (min_duration_off 0.03) and the rows merged.
+    p = DiarizationParams {};
+    p.min_duration_on  = 0.03;
+    p.min_duration_off = 0.03;
+    const float seq[] = {0.9f, 0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.9f, 0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.1f, 0.1f, 0.9f, 0.9f, 0.1f};
+    EXPECT_EQ(speaker_segments_raw(seq, 17, 1, 1, p), (Rows {{0.0f, 0.1f}}));
 }
