@@ -117,6 +117,49 @@ TRANSCRIBE_API transcribe_status transcribe_tokenize(const transcribe_model * mo
 TRANSCRIBE_API transcribe_status transcribe_detokenize(const transcribe_model * model, const int32_t * ids, int n_ids,
                                                        char * buf, size_t buf_size, size_t * n_bytes);
 
+/* ---------------------------------------------------------------- diarization */
+/* Sortformer (a GGUF made by scripts/convert-sortformer.py): every 80 ms frame's activity of up to
+ * n_speakers speakers, in the order the model learned (speaker_0 speaks first), and the speaker
+ * segments NeMo's post-processing makes of them. Offline: audio up to the model's max_audio_ms
+ * (INPUT_TOO_LONG past it). */
+typedef struct transcribe_diarizer     transcribe_diarizer;
+typedef struct transcribe_diarization  transcribe_diarization;
+
+/* NeMo's PostProcessingParams (seconds, probabilities). */
+typedef struct transcribe_diarize_params {
+    double onset;            /* a frame above this starts a speaker's segment (default 0.5) */
+    double offset;           /* a frame below this ends it (default 0.5) */
+    double pad_onset;        /* segments start this much earlier (default 0) */
+    double pad_offset;       /* and end this much later (default 0) */
+    double min_duration_on;  /* shorter segments are dropped (default 0) */
+    double min_duration_off; /* shorter gaps between a speaker's segments are filled (default 0) */
+} transcribe_diarize_params;
+
+TRANSCRIBE_API transcribe_diarize_params transcribe_diarize_params_init(void);
+/* NeMo's post-processing YAML (a `parameters:` mapping of the six values; missing ones keep *OUT's). */
+TRANSCRIBE_API transcribe_status transcribe_diarize_params_from_yaml(const char * path, transcribe_diarize_params * out);
+/* n_threads <= 0: hardware concurrency. One thread at a time per diarizer. UNSUPPORTED_ARCH for a
+ * file that is not a diarizer. */
+TRANSCRIBE_API transcribe_status transcribe_diarizer_load(const char * path, int n_threads, transcribe_diarizer ** out);
+TRANSCRIBE_API void transcribe_diarizer_free(transcribe_diarizer * diarizer);
+TRANSCRIBE_API int  transcribe_diarizer_sample_rate(const transcribe_diarizer * diarizer);
+TRANSCRIBE_API int  transcribe_diarizer_n_speakers(const transcribe_diarizer * diarizer);
+/* Mono pcm at the diarizer's sample rate; params NULL: the defaults. */
+TRANSCRIBE_API transcribe_status transcribe_diarize(transcribe_diarizer * diarizer, const float * pcm, size_t n_samples,
+                                                    const transcribe_diarize_params * params,
+                                                    transcribe_diarization ** out_result);
+TRANSCRIBE_API int           transcribe_diarization_n_frames(const transcribe_diarization * result);
+TRANSCRIBE_API int           transcribe_diarization_n_speakers(const transcribe_diarization * result);
+TRANSCRIBE_API int           transcribe_diarization_frame_ms(const transcribe_diarization * result);
+/* [frame][speaker] probabilities. */
+TRANSCRIBE_API const float * transcribe_diarization_probs(const transcribe_diarization * result);
+/* Segments speaker by speaker, each in time order; times in seconds as NeMo prints them (%.3f). */
+TRANSCRIBE_API int    transcribe_diarization_n_segments(const transcribe_diarization * result);
+TRANSCRIBE_API double transcribe_diarization_segment_start(const transcribe_diarization * result, int i);
+TRANSCRIBE_API double transcribe_diarization_segment_end(const transcribe_diarization * result, int i);
+TRANSCRIBE_API int    transcribe_diarization_segment_speaker(const transcribe_diarization * result, int i);
+TRANSCRIBE_API void   transcribe_diarization_free(transcribe_diarization * result);
+
 /* ---------------------------------------------------------------- session */
 typedef enum transcribe_kv_type {
     TRANSCRIBE_KV_F16 = 0,

@@ -10,7 +10,9 @@
 #include "core/log.h"
 #include "engine/pipeline.h"
 #include "engine/speech_segments.h"
+#include "engine/speaker_segments.h"
 #include "families/silero_vad.h"
+#include "families/sortformer.h"
 
 #include "ggml.h"
 
@@ -53,6 +55,16 @@ struct transcribe_vad_result {
 struct transcribe_session {
     transcribe_model *                 model;
     std::unique_ptr<RecordingPipeline> pipeline;
+};
+
+struct transcribe_diarizer {
+    std::unique_ptr<Sortformer>        model;
+    std::unique_ptr<SortformerSession> session;
+};
+
+struct transcribe_diarization {
+    SpeakerActivity             activity;
+    std::vector<SpeakerSegment> segments;
 };
 
 struct transcribe_result {
@@ -629,6 +641,122 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
         return TRANSCRIBE_OK;
     });
 }
+
+transcribe_diarize_params transcribe_diarize_params_init(void) {
+    const DiarizationParams d;
+    return {d.onset, d.offset, d.pad_onset, d.pad_offset, d.min_duration_on, d.min_duration_off};
+}
+
+transcribe_status transcribe_diarize_params_from_yaml(const char * path, transcribe_diarize_params * out) {
+    return guarded([&] {
+        if (!path || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_diarize_params_from_yaml: null argument");
+        }
+        std::FILE * f = std::fopen(path, "r");
+        if (!f) {
+            fail(TRANSCRIBE_ERR_FILE_NOT_FOUND, "post-processing file %s: cannot open", path);
+        }
+        // NeMo's post_processing yaml: `parameters:` then indented `key: number` lines (comments allowed).
+        const std::pair<const char *, double *> keys[] = {{"onset", &out->onset},         {"offset", &out->offset},
+                                                          {"pad_onset", &out->pad_onset}, {"pad_offset", &out->pad_offset},
+                                                          {"min_duration_on", &out->min_duration_on},
+                                                          {"min_duration_off", &out->min_duration_off}};
+        char line[512];
+        bool in_parameters = false, any = false;
+        while (std::fgets(line, sizeof line, f)) {
+            std::string l(line);
+            l = l.substr(0, l.find('#'));
+            const size_t colon = l.find(':');
+            if (colon == std::string::npos) {
+                continue;
+            }
+            const bool indented = !l.empty() && (l[0] == ' ' || l[0] == '\t');
+            const std::string key = l.substr(l.find_first_not_of(" \t"), colon - l.find_first_not_of(" \t"));
+            if (!indented) {
+                in_parameters = key == "parameters";
+                continue;
+            }
+            for (const auto & [name, value] : keys) {
+                if (in_parameters && key == name) {
+                    char * end = nullptr;
+                    const std::string v = l.substr(colon + 1);
+                    *value = std::strtod(v.c_str(), &end);
+                    if (end == v.c_str()) {
+                        std::fclose(f);
+                        fail(TRANSCRIBE_ERR_INVALID_ARG, "post-processing file %s: %s is not a number", path, name);
+                    }
+                    any = true;
+                }
+            }
+        }
+        std::fclose(f);
+        if (!any) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "post-processing file %s: no `parameters:` values", path);
+        }
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_diarizer_load(const char * path, int n_threads, transcribe_diarizer ** out) {
+    return guarded([&] {
+        if (!path || !out) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_diarizer_load: null argument");
+        }
+        *out = nullptr;
+        init_once();
+        auto d     = std::make_unique<transcribe_diarizer>();
+        d->model   = std::make_unique<Sortformer>(path, ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+        d->session = std::make_unique<SortformerSession>(
+            *d->model, n_threads > 0 ? n_threads : int(std::max(1u, std::thread::hardware_concurrency())));
+        *out = d.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_diarizer_free(transcribe_diarizer * diarizer) { delete diarizer; }
+int  transcribe_diarizer_sample_rate(const transcribe_diarizer * d) { return d ? d->model->sample_rate() : 0; }
+int  transcribe_diarizer_n_speakers(const transcribe_diarizer * d) { return d ? d->model->n_speakers() : 0; }
+
+transcribe_status transcribe_diarize(transcribe_diarizer * diarizer, const float * pcm, size_t n_samples,
+                                     const transcribe_diarize_params * params, transcribe_diarization ** out_result) {
+    return guarded([&] {
+        if (!diarizer || !out_result || !pcm || n_samples == 0) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_diarize: null argument or no samples");
+        }
+        *out_result = nullptr;
+        audio_check_finite(pcm, n_samples, "input audio");
+        const transcribe_diarize_params p = params ? *params : transcribe_diarize_params_init();
+        auto r      = std::make_unique<transcribe_diarization>();
+        r->activity = diarizer->session->run(pcm, n_samples);
+        const DiarizationParams dp {p.onset, p.offset, p.pad_onset, p.pad_offset, p.min_duration_on, p.min_duration_off};
+        const int unit = r->activity.frame_ms / 10; // 10-ms frames a model frame covers (NeMo's subsampling factor)
+        r->segments = speaker_segments(r->activity.probs, r->activity.n_frames, r->activity.n_speakers, unit, dp);
+        *out_result = r.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+int transcribe_diarization_n_frames(const transcribe_diarization * r) { return r ? r->activity.n_frames : 0; }
+int transcribe_diarization_n_speakers(const transcribe_diarization * r) { return r ? r->activity.n_speakers : 0; }
+int transcribe_diarization_frame_ms(const transcribe_diarization * r) { return r ? r->activity.frame_ms : 0; }
+const float * transcribe_diarization_probs(const transcribe_diarization * r) { return r ? r->activity.probs.data() : nullptr; }
+int transcribe_diarization_n_segments(const transcribe_diarization * r) { return r ? int(r->segments.size()) : 0; }
+static const SpeakerSegment * speaker_segment_at(const transcribe_diarization * r, int i) {
+    return r && i >= 0 && size_t(i) < r->segments.size() ? &r->segments[size_t(i)] : nullptr;
+}
+double transcribe_diarization_segment_start(const transcribe_diarization * r, int i) {
+    const SpeakerSegment * s = speaker_segment_at(r, i);
+    return s ? s->start : -1.0;
+}
+double transcribe_diarization_segment_end(const transcribe_diarization * r, int i) {
+    const SpeakerSegment * s = speaker_segment_at(r, i);
+    return s ? s->end : -1.0;
+}
+int transcribe_diarization_segment_speaker(const transcribe_diarization * r, int i) {
+    const SpeakerSegment * s = speaker_segment_at(r, i);
+    return s ? s->speaker : -1;
+}
+void transcribe_diarization_free(transcribe_diarization * r) { delete r; }
 
 transcribe_vad_params transcribe_vad_params_init(void) { return default_speech_params(); }
 

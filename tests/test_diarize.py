@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""transcribe-diarize end to end on sortformer-tiny: usage: test_diarize.py DIARIZE MODELS_DIR FIXTURE_DIR"""
+import json
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+DIARIZE, MODELS, FIXTURE = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+MODEL = str(MODELS / "sortformer-tiny-f32.gguf")
+CLIPS = ("jfk", "conv2_budget", "conv3_meeting")
+
+
+def run(*args):
+    return subprocess.run([DIARIZE, *args], capture_output=True, text=True)
+
+
+class Diarize(unittest.TestCase):
+    def test_lines_rttm_and_json_are_nemos(self):
+        """Default post-processing: NeMo's lines, its RTTM file, and --json's segments as NeMo parses them,
+        probabilities one row of 4 per 80 ms frame (within preds.npy's tolerance)."""
+        import numpy as np
+        for clip in CLIPS:
+            wav = str(FIXTURE / "audio" / f"{clip}.wav")
+            golden = json.loads((FIXTURE / "golden" / clip / "segments.json").read_text())["default"]
+            r = run("-m", MODEL, wav)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.splitlines(), golden["lines"], clip)
+            r = run("-m", MODEL, "--rttm", wav)
+            self.assertEqual(r.stdout, (FIXTURE / "golden" / clip / "segments.rttm").read_text(), clip)
+            j = json.loads(run("-m", MODEL, "--json", wav).stdout)
+            self.assertEqual(j["segments"], golden["segments"], clip)
+            preds = np.load(FIXTURE / "golden" / clip / "preds.npy")
+            self.assertEqual(np.asarray(j["probs"]).shape, preds.shape)
+            self.assertLess(np.abs(np.asarray(j["probs"]) - preds).max(), 1e-3)
+
+    def test_released_postprocessing_yaml_files(self):
+        """--postprocessing with each of the four released YAML files the fixture ships: NeMo's lines."""
+        for clip in CLIPS:
+            sets = json.loads((FIXTURE / "golden" / clip / "segments.json").read_text())
+            for name, s in sets.items():
+                if name == "default":
+                    continue
+                r = run("-m", MODEL, "--postprocessing", str(FIXTURE / "postprocessing" / f"{name}.yaml"),
+                        str(FIXTURE / "audio" / f"{clip}.wav"))
+                self.assertEqual(r.stdout.splitlines(), s["lines"], f"{clip} {name}")
+
+    def test_errors_are_one_clear_line(self):
+        wav = str(FIXTURE / "audio" / "jfk.wav")
+        for args, says in ((["-m", str(MODELS / "parakeet-tdt-tiny-f32.gguf"), wav], "not a Sortformer diarizer"),
+                           (["-m", MODEL, "--streaming", wav], "--streaming"),
+                           (["-m", MODEL, "--postprocessing", "/nonexistent.yaml", wav], "cannot open"),
+                           (["-m", MODEL, "/nonexistent.wav"], "nonexistent")):
+            r = run(*args)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(says, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
