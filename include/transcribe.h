@@ -316,6 +316,13 @@ typedef struct transcribe_run_params {
     bool                      no_punctuation;
     bool                      timestamps;
     int                       beam_size;
+    /* Speaker-attributed transcripts (appended): DIARIZER runs on the whole recording (within its
+     * max_audio_ms) with DIARIZE_PARAMS, each word takes the speaker active over most of it and segments
+     * break where the speaker changes (transcribe_result_segment_speaker, transcribe_word.speaker).
+     * INVALID_ARG for a model without word times. NULL: none. The diarizer runs one recording at a
+     * time (runs of several sessions take turns). */
+    transcribe_diarizer *     diarizer;
+    transcribe_diarize_params diarize_params;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
@@ -364,12 +371,15 @@ TRANSCRIBE_API const char *    transcribe_result_segment_text(const transcribe_r
 TRANSCRIBE_API bool            transcribe_result_segment_truncated(const transcribe_result * result, int i);
 TRANSCRIBE_API int             transcribe_result_segment_n_tokens(const transcribe_result * result, int i);
 TRANSCRIBE_API const int32_t * transcribe_result_segment_tokens(const transcribe_result * result, int i);
+/* With a diarizer (transcribe_run_params.diarizer): the segment's speaker index; otherwise -1. */
+TRANSCRIBE_API int             transcribe_result_segment_speaker(const transcribe_result * result, int i);
 /* Words with the times the model gives them (models whose info says word_timestamps; others have none).
  * segment < 0: every word of the result, in order; otherwise the words of that segment. */
 typedef struct transcribe_word {
     const char * text;  /* valid until the result is freed */
     int64_t      t0_ms;
     int64_t      t1_ms;
+    int          speaker; /* with a diarizer: its speaker index; otherwise -1 (appended: rebuild older callers) */
 } transcribe_word;
 TRANSCRIBE_API int               transcribe_result_n_words(const transcribe_result * result, int segment);
 TRANSCRIBE_API transcribe_status transcribe_get_word(const transcribe_result * result, int segment, int i,

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
@@ -60,6 +61,7 @@ struct transcribe_session {
 struct transcribe_diarizer {
     std::unique_ptr<Sortformer>        model;
     std::unique_ptr<SortformerSession> session;
+    std::mutex                         mutex; // one recording at a time
 };
 
 struct transcribe_diarization {
@@ -165,6 +167,15 @@ RecordingRequest run_request(const transcribe_run_params * p) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_run: %d draft ids at %p", p->n_draft_ids, (const void *) p->draft_ids);
     }
     r.draft_ids.assign(p->draft_ids, p->draft_ids + p->n_draft_ids);
+    if (transcribe_diarizer * d = p->diarizer) {
+        const transcribe_diarize_params dp = p->diarize_params;
+        r.diarize = [d, dp](const float * pcm, size_t n) {
+            std::lock_guard<std::mutex> lock(d->mutex);
+            const SpeakerActivity act = d->session->run(pcm, n);
+            return speaker_segments(act.probs, act.n_frames, act.n_speakers, act.frame_ms / 10,
+                                    {dp.onset, dp.offset, dp.pad_onset, dp.pad_offset, dp.min_duration_on, dp.min_duration_off});
+        };
+    }
     if (p->abort_callback) {
         r.options.cancelled = [cb = p->abort_callback, ud = p->abort_user_data] { return cb(ud); };
     }
@@ -483,6 +494,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.no_punctuation  = false;
     p.timestamps      = false;
     p.beam_size       = 0;
+    p.diarizer        = nullptr;
+    p.diarize_params  = transcribe_diarize_params_init();
     return p;
 }
 
@@ -578,6 +591,10 @@ const char * transcribe_result_segment_text(const transcribe_result * r, int i) 
     const Segment * s = segment_at(r, i);
     return s ? s->text.c_str() : "";
 }
+int transcribe_result_segment_speaker(const transcribe_result * r, int i) {
+    const Segment * s = segment_at(r, i);
+    return s ? s->speaker : -1;
+}
 bool transcribe_result_segment_truncated(const transcribe_result * r, int i) {
     const Segment * s = segment_at(r, i);
     return s && s->truncated;
@@ -611,9 +628,10 @@ transcribe_status transcribe_get_word(const transcribe_result * r, int segment, 
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_get_word: no word %d in segment %d", i, segment);
         }
         const Word & word = (*w)[size_t(i)];
-        out->text  = word.text.c_str();
-        out->t0_ms = word.t0_ms;
-        out->t1_ms = word.t1_ms;
+        out->text    = word.text.c_str();
+        out->t0_ms   = word.t0_ms;
+        out->t1_ms   = word.t1_ms;
+        out->speaker = word.speaker;
         return TRANSCRIBE_OK;
     });
 }

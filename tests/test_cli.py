@@ -138,6 +138,31 @@ class Cli(unittest.TestCase):
             b = json.loads(cli("-m", str(gguf), "--json", "--beam", "4", "--translate-to", "de", wav).stdout)
             self.assertLessEqual(len(b["tokens"]), 20)
 
+    def test_diarize_attributes_every_word_and_segment(self):
+        """--diarize with the Sortformer fixture model and the Parakeet fixture model: every JSON segment and
+        word has a speaker, a segment's words share its speaker, SRT cues carry "[Speaker k]"; a model without
+        word times, a transcriber given as the diarizer and the diarizer given as the transcriber are one clear line."""
+        diarizer = str(MODELS / "sortformer-tiny-f32.gguf")
+        wav = str(PARAKEET_FIXTURE.parent / "sortformer-tiny" / "audio" / "conv2_budget.wav")
+        r = cli("-m", PARAKEET, "--diarize", diarizer, "--json", "--timestamps", "word", wav)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertTrue(j["segments"])
+        for seg in j["segments"]:
+            self.assertRegex(seg["speaker"], r"^speaker_[0-3]$")
+            self.assertEqual({w["speaker"] for w in seg["words"]}, {seg["speaker"]})
+        plain = json.loads(cli("-m", PARAKEET, "--json", wav).stdout)
+        self.assertEqual(j["text"], plain["text"])  # the same words, now attributed
+        srt = cli("-m", PARAKEET, "--diarize", diarizer, "--format", "srt", wav).stdout.decode()
+        cues = [c.split("\n", 2)[2] for c in srt.strip().split("\n\n")]
+        self.assertTrue(all(c.startswith("[Speaker ") for c in cues), cues)
+        for args, says in ((["-m", F32, "--diarize", diarizer, wav], "gives no word times"),
+                           (["-m", PARAKEET, "--diarize", PARAKEET, wav], "not a Sortformer diarizer"),
+                           (["-m", diarizer, wav], "is a diarizer")):
+            r = cli(*args)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertIn(says, r.stderr.decode())
+
     def test_draft_model_gives_the_plain_ids(self):
         """--draft with the Parakeet fixture model: every clip's ids, text and segments are the plain run's
         (the reference's greedy ids); the JSON timings count the draft; a model that cannot take a draft,

@@ -2,6 +2,7 @@
 // speaker probabilities within the MANIFEST's tolerances, and each frame's decision at every
 // post-processing threshold the fixture lists on the same side as NeMo's.
 #include "core/npy.h"
+#include "engine/speaker_attribution.h"
 #include "engine/speaker_segments.h"
 #include "families/sortformer.h"
 #include "support.h"
@@ -143,4 +144,50 @@ TEST(SpeakerSegments, Binarization_and_filtering_by_hand) {
     p.min_duration_off = 0.03;
     const float seq[] = {0.9f, 0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.9f, 0.9f, 0.9f, 0.9f, 0.1f, 0.1f, 0.1f, 0.1f, 0.9f, 0.9f, 0.1f};
     EXPECT_EQ(speaker_segments_raw(seq, 17, 1, 1, p), (Rows {{0.0f, 0.1f}}));
+}
+
+// ---- Speaker attribution by hand ----
+
+TEST(SpeakerAttribution, Words_take_the_speaker_over_most_of_them_and_segments_break_at_changes) {
+    // Speaker 0 speaks 0-1.0 s, speaker 1 0.9-2.0 s, speaker 0 again 2.5-3.0 s.
+    const std::vector<SpeakerSegment> turns = {{0.0, 1.0, 0}, {2.5, 3.0, 0}, {0.9, 2.0, 1}};
+    Transcript t;
+    Segment seg;
+    seg.t0_ms  = 0;
+    seg.t1_ms  = 3000;
+    seg.text   = "a b c d e";
+    seg.tokens = {1, 2, 3, 4, 5};
+    // a: only speaker 0; b (800-1000): 200 ms of 0, 100 of 1 -> 0; c (950-1400): 50 of 0, 450 of 1 -> 1;
+    // d (2100-2300): nobody -> the previous word's speaker, 1; e (2600-2900): 0.
+    seg.words = {{"a", 100, 500}, {"b", 800, 1000}, {"c", 950, 1400}, {"d", 2100, 2300}, {"e", 2600, 2900}};
+    t.segments = {seg};
+    t.words    = seg.words;
+    attribute_speakers(t, turns);
+    std::vector<int> speakers;
+    for (const Word & w : t.words) {
+        speakers.push_back(w.speaker);
+    }
+    EXPECT_EQ(speakers, (std::vector<int> {0, 0, 1, 1, 0}));
+    ASSERT_EQ(t.segments.size(), 3u);
+    EXPECT_EQ(t.segments[0].text, "a b");
+    EXPECT_EQ(t.segments[0].speaker, 0);
+    EXPECT_EQ(t.segments[0].t0_ms, 0);    // the segment's own start
+    EXPECT_EQ(t.segments[0].t1_ms, 1000); // its last word's end
+    EXPECT_EQ(t.segments[0].tokens, (std::vector<int32_t> {1, 2, 3, 4, 5}));
+    EXPECT_EQ(t.segments[1].text, "c d");
+    EXPECT_EQ(t.segments[1].speaker, 1);
+    EXPECT_EQ(t.segments[1].t0_ms, 950);
+    EXPECT_EQ(t.segments[2].text, "e");
+    EXPECT_EQ(t.segments[2].t1_ms, 3000); // the segment's own end
+    // Leading words nobody speaks over take the first attributed word's speaker.
+    Transcript u;
+    Segment s2;
+    s2.t1_ms  = 3000;
+    s2.text   = "x y";
+    s2.words  = {{"x", 2010, 2090}, {"y", 2600, 2700}};
+    u.segments = {s2};
+    attribute_speakers(u, turns);
+    EXPECT_EQ(u.segments.size(), 1u);
+    EXPECT_EQ(u.segments[0].speaker, 0);
+    EXPECT_EQ(u.segments[0].text, "x y"); // one speaker: the segment as it was
 }

@@ -63,6 +63,7 @@ struct Word {
     std::string text;
     int64_t     t0_ms = 0;
     int64_t     t1_ms = 0;
+    int         speaker = -1; // speaker-attributed transcripts: the diarizer's speaker index
 };
 
 struct Segment {
@@ -72,6 +73,7 @@ struct Segment {
     std::vector<int32_t> tokens;
     std::vector<Word>    words;
     bool                 truncated = false; // this piece ran out of token budget
+    int                  speaker   = -1;    // speaker-attributed transcripts: the diarizer's speaker index
 };
 
 struct Transcript {

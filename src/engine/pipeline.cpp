@@ -3,6 +3,7 @@
 #include "core/audio.h"
 #include "core/error.h"
 #include "engine/piece_feeder.h"
+#include "engine/speaker_attribution.h"
 #include "engine/speech_segments.h"
 
 #include <chrono>
@@ -76,6 +77,10 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
                  info.name.c_str(), list.c_str());
         }
     }
+    if (req.diarize && !info.word_timestamps && !(info.timestamp_prompt && o.timestamps)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "diarize: model %s (%s) gives no word times; speaker attribution takes a "
+             "word-timed model (Parakeet, or Canary AED with timestamps)", info.name.c_str(), info.architecture.c_str());
+    }
     if (req.draft || !req.draft_ids.empty()) {
         if (!info.speculative) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
@@ -128,6 +133,7 @@ Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRe
         return (options_.abort_callback && options_.abort_callback(options_.abort_user_data)) || (o.cancelled && o.cancelled());
     });
     Transcript t = transcribe_plan(*session_, pieces, o);
+    attribute(t, pcm, n, req);
     if (req.new_vad) {
         Timings timings = session_->timings();
         timings.vad_ms  = vad_ms;
@@ -176,7 +182,12 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     Outcome & o = out[size_t(together[id])];
                     o.ran = true;
                     if (t) {
-                        o.transcript = std::make_unique<Transcript>(std::move(*t));
+                        try {
+                            attribute(*t, pcm[together[id]], n[together[id]], req);
+                            o.transcript = std::make_unique<Transcript>(std::move(*t));
+                        } catch (...) {
+                            o.error = std::current_exception();
+                        }
                     } else {
                         o.error = error;
                     }
@@ -216,7 +227,15 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
     std::unique_ptr<SpeechDetector> vad = req.new_vad ? req.new_vad() : nullptr;
     double vad_ms = 0;
     rec.plan = plan(vad.get(), pcm, n, req, vad_ms, [&] { return rec.options.cancelled && rec.options.cancelled(); });
-    return batcher.run(std::move(rec));
+    Transcript t = batcher.run(std::move(rec));
+    attribute(t, pcm, n, req);
+    return t;
+}
+
+void RecordingPipeline::attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req) const {
+    if (req.diarize) {
+        attribute_speakers(t, req.diarize(pcm, n));
+    }
 }
 
 } // namespace transcribe

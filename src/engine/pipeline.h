@@ -8,6 +8,7 @@
 #include "engine/batcher.h"
 #include "engine/family.h"
 #include "engine/long_audio.h"
+#include "engine/speaker_segments.h"
 #include "engine/speech_detector.h"
 
 #include <cstdint>
@@ -34,6 +35,8 @@ struct RecordingRequest {
     Model *              draft    = nullptr;
     uint64_t             draft_id = 0;
     std::vector<int32_t> draft_ids;
+    // Speaker-attributed transcripts (word-timed models): the recording's speaker segments, from a diarizer.
+    std::function<std::vector<SpeakerSegment>(const float * pcm, size_t n)> diarize;
 };
 
 class RecordingPipeline {
@@ -66,6 +69,8 @@ private:
     size_t     window_samples(const RecordingRequest & req) const;
     PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, double & vad_ms,
                     const std::function<bool()> & abort);
+    // The transcript's speakers where the request asks for them.
+    void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req) const;
     std::vector<int32_t> draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
                                   const std::function<bool()> & cancelled);
 

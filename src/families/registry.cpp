@@ -39,6 +39,10 @@ std::unique_ptr<Model> load_model(const std::string & path, const WeightOptions 
         }
         known += std::string(known.empty() ? "" : ", ") + f.architecture;
     }
+    if (arch == "sortformer") {
+        fail(TRANSCRIBE_ERR_UNSUPPORTED_ARCH, "model file %s is a diarizer (Sortformer), not a transcriber: give it as the "
+             "diarizer (--diarize, transcribe_run_params.diarizer)", path.c_str());
+    }
     fail(TRANSCRIBE_ERR_UNSUPPORTED_ARCH, "model file %s: unsupported architecture '%s' (known: %s)", path.c_str(),
          arch.c_str(), known.c_str());
 }

@@ -5,6 +5,7 @@
 
 #include "../common/formats.h"
 #include "../common/draft_option.h"
+#include "../common/diarize_option.h"
 #include "../common/task_options.h"
 #include "../common/text_stream.h"
 #include "../common/vad_options.h"
@@ -76,6 +77,8 @@ int main(int argc, char ** argv) {
     draft.add_to(app);
     TaskOptions task;
     task.add_to(app);
+    DiarizeOption diarize;
+    diarize.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -173,6 +176,15 @@ int main(int argc, char ** argv) {
     rp.draft          = draft_model;
     task.apply(rp);
     rp.timestamps     = words_asked;
+    transcribe_diarizer * diarizer = nullptr;
+    std::string diarize_error;
+    if (!diarize.load(threads, rp, &diarizer, &diarize_error)) {
+        transcribe_session_free(session);
+        transcribe_vad_model_free(vad_model);
+        transcribe_model_free(draft_model);
+        transcribe_model_free(model);
+        return die(diarize_error);
+    }
 
     std::string output;
     int exit_code = 0;
@@ -245,6 +257,7 @@ int main(int argc, char ** argv) {
         }
     }
     transcribe_session_free(session);
+    transcribe_diarizer_free(diarizer);
     transcribe_vad_model_free(vad_model);
     transcribe_model_free(draft_model);
     transcribe_model_free(model);

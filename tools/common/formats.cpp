@@ -58,7 +58,7 @@ std::vector<OutputWord> words_of(const transcribe_result * r, int segment) {
     for (int k = 0; k < transcribe_result_n_words(r, segment); ++k) {
         transcribe_word w;
         if (transcribe_get_word(r, segment, k, &w) == TRANSCRIBE_OK) {
-            out.push_back({w.text, w.t0_ms, w.t1_ms});
+            out.push_back({w.text, w.t0_ms, w.t1_ms, w.speaker});
         }
     }
     return out;
@@ -72,10 +72,17 @@ size_t code_points(const std::string & s) {
     return n;
 }
 
+// "[Speaker k+1] " (SRT, txt); "" without a speaker.
+std::string speaker_tag(int speaker) { return speaker < 0 ? "" : "[Speaker " + std::to_string(speaker + 1) + "] "; }
+
 nlohmann::ordered_json words_json(const std::vector<OutputWord> & words) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (const OutputWord & w : words) {
-        a.push_back({{"word", w.text}, {"t0_ms", w.t0_ms}, {"t1_ms", w.t1_ms}});
+        nlohmann::ordered_json jw = {{"word", w.text}, {"t0_ms", w.t0_ms}, {"t1_ms", w.t1_ms}};
+        if (w.speaker >= 0) {
+            jw["speaker"] = "speaker_" + std::to_string(w.speaker);
+        }
+        a.push_back(jw);
     }
     return a;
 }
@@ -86,13 +93,15 @@ std::vector<OutputSegment> word_cues(const Output & o) {
     std::vector<OutputSegment> cues;
     for (const OutputSegment & seg : o.segments) {
         OutputSegment cue;
+        cue.speaker = seg.speaker;
         size_t chars = 0;
         for (const OutputWord & w : seg.words) {
             const size_t next = chars + (chars ? 1 : 0) + code_points(w.text);
             if (!cue.words.empty() && (next > size_t(kCueChars) || w.t1_ms - cue.t0_ms > kCueMs)) {
                 cues.push_back(std::move(cue));
-                cue   = OutputSegment {};
-                chars = 0;
+                cue         = OutputSegment {};
+                cue.speaker = seg.speaker;
+                chars       = 0;
             }
             if (cue.words.empty()) {
                 cue.t0_ms = w.t0_ms;
@@ -117,7 +126,8 @@ Output output_from_result(const transcribe_result * r) {
         o.segments.push_back({transcribe_result_segment_t0_ms(r, i), transcribe_result_segment_t1_ms(r, i),
                               transcribe_result_segment_text(r, i),
                               std::vector<int32_t>(seg_ids, seg_ids + transcribe_result_segment_n_tokens(r, i)),
-                              transcribe_result_segment_truncated(r, i), words_of(r, i)});
+                              transcribe_result_segment_truncated(r, i), words_of(r, i),
+                              transcribe_result_segment_speaker(r, i)});
     }
     o.words = words_of(r, -1);
     const int32_t * ids = transcribe_result_tokens(r);
@@ -131,6 +141,14 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
     const bool words = timestamps == Timestamps::Word;
     switch (format) {
         case Format::Txt: {
+            if (std::any_of(o.segments.begin(), o.segments.end(), [](const OutputSegment & s) { return s.speaker >= 0; })) {
+                std::string out; // a line per speaker turn
+                for (const OutputSegment & seg : o.segments) {
+                    const size_t b = seg.text.find_first_not_of(' ');
+                    out += speaker_tag(seg.speaker) + (b == std::string::npos ? "" : seg.text.substr(b)) + "\n";
+                }
+                return out;
+            }
             const std::string & text = o.text;
             const size_t b = text.find_first_not_of(' ');
             return (b == std::string::npos ? std::string() : text.substr(b)) + "\n";
@@ -149,8 +167,11 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
                 if (!vtt) {
                     out += std::to_string(++cue) + "\n";
                 }
+                const std::string who = seg.speaker < 0 ? ""
+                                        : vtt           ? "<v Speaker " + std::to_string(seg.speaker + 1) + ">"
+                                                        : speaker_tag(seg.speaker);
                 out += format_timestamp(seg.t0_ms, vtt ? '.' : ',') + " --> " + format_timestamp(seg.t1_ms, vtt ? '.' : ',') +
-                       "\n" + text + "\n\n";
+                       "\n" + who + text + "\n\n";
             }
             return out;
         }
@@ -161,6 +182,9 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
             for (const OutputSegment & seg : o.segments) {
                 nlohmann::ordered_json js = {{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text},
                                              {"tokens", seg.tokens}, {"truncated", seg.truncated}};
+                if (seg.speaker >= 0) {
+                    js["speaker"] = "speaker_" + std::to_string(seg.speaker);
+                }
                 if (words) {
                     js["words"] = words_json(seg.words);
                 }

@@ -12,6 +12,7 @@ struct OutputWord {
     std::string text;
     int64_t     t0_ms = 0;
     int64_t     t1_ms = 0;
+    int         speaker = -1; // with a diarizer
 };
 
 struct OutputSegment {
@@ -21,6 +22,7 @@ struct OutputSegment {
     std::vector<int32_t>    tokens;
     bool                    truncated = false;
     std::vector<OutputWord> words;
+    int                     speaker = -1; // with a diarizer
 };
 
 // What the formats render: a plain copy of a transcribe_result (so formats are testable on their own).
@@ -35,6 +37,9 @@ struct Output {
 Output output_from_result(const transcribe_result * result);
 
 enum class Format { Txt, Json, Srt, Vtt };
+// Speaker-attributed output (a diarizer's speakers): JSON `speaker` ("speaker_<k>", NeMo's names) on every
+// segment and word; SRT "[Speaker k+1] " before a cue's text; VTT "<v Speaker k+1>"; txt a line per
+// segment ("[Speaker k+1] text").
 // segment: JSON segments, subtitles cue per segment. word: JSON also lists words (top level and per
 // segment) and subtitle cues are built from words.
 enum class Timestamps { Segment, Word };

@@ -50,12 +50,18 @@ class VadParams(ctypes.Structure):
 TokenCallback = ctypes.CFUNCTYPE(None, c_int32, ctypes.POINTER(ctypes.c_char), c_size_t, c_void_p)
 
 
+class DiarizeParams(ctypes.Structure):
+    _fields_ = [("onset", c_double), ("offset", c_double), ("pad_onset", c_double), ("pad_offset", c_double),
+                ("min_duration_on", c_double), ("min_duration_off", c_double)]
+
+
 class RunParams(ctypes.Structure):
     _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
                 ("vad", c_void_p), ("vad_params", VadParams), ("token_callback", TokenCallback),
                 ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
                 ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int),
-                ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int)]
+                ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
+                ("diarizer", c_void_p), ("diarize_params", DiarizeParams)]
 
 
 class Timings(ctypes.Structure):
@@ -66,7 +72,7 @@ class Timings(ctypes.Structure):
 
 
 class Word(ctypes.Structure):
-    _fields_ = [("text", c_char_p), ("t0_ms", c_int64), ("t1_ms", c_int64)]
+    _fields_ = [("text", c_char_p), ("t0_ms", c_int64), ("t1_ms", c_int64), ("speaker", c_int)]
 
 
 def _candidates() -> list[str]:
