@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, gguf, nemo_encoder_hparams,
+from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, gguf, open_nemo,
                             plan_frontend, nemo_converter_main)
 from nemo_archive import NemoArchive
 
@@ -191,12 +191,7 @@ def build_plan(src, enc: dict, hp: dict, n_rows: int, outtype: str) -> Plan:
 
 
 def convert(args) -> None:
-    nemo = NemoArchive(Path(args.nemo))
-    cfg = nemo.config
-    where = f"{nemo.path}:model_config.yaml"
-    if "preprocessor" not in cfg or "encoder" not in cfg or "transf_decoder" not in cfg:
-        raise ConvertError(f"{where}: no preprocessor/encoder/transf_decoder section: not a Canary AED config")
-    enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
+    nemo, cfg, where, enc = open_nemo(args.nemo, ("transf_decoder",), "a Canary AED")
     hp = decoder_hparams(cfg, where)
     tok = cfg.get("tokenizer") or {}
     single = tok.get("type") == "bpe" and str((tok.get("custom_tokenizer") or {}).get("_target_", "")).endswith("CanaryBPETokenizer")

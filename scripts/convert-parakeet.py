@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, as_outtype, gguf,
-                            nemo_encoder_hparams, plan_frontend, nemo_converter_main)
+                            open_nemo, plan_frontend, nemo_converter_main)
 from nemo_archive import NemoArchive
 
 ARCH = "parakeet_tdt"
@@ -171,12 +171,7 @@ def segment_rules(cfg: dict, where: str) -> tuple:
 
 
 def convert(args) -> None:
-    nemo = NemoArchive(Path(args.nemo))
-    cfg = nemo.config
-    where = f"{nemo.path}:model_config.yaml"
-    if "preprocessor" not in cfg or "encoder" not in cfg:
-        raise ConvertError(f"{where}: no preprocessor/encoder section: not an ASR model config")
-    enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
+    nemo, cfg, where, enc = open_nemo(args.nemo, (), "an ASR model")
     ctc = is_ctc(cfg)
     if ctc:
         arch, head = CTC_ARCH, ctc_hparams(cfg, enc["d_model"], where)

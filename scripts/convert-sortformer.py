@@ -14,9 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, gguf, nemo_converter_main,
-                            nemo_encoder_hparams, plan_frontend)
-from nemo_archive import NemoArchive
+from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, gguf, nemo_converter_main, open_nemo,
+                            plan_frontend)
 
 ARCH = "sortformer"
 MAX_AUDIO_MS = 90000  # the offline model's training sessions (model_defaults.session_len_sec); longer: an error
@@ -77,12 +76,7 @@ def build_plan(src, enc: dict, hp: dict, outtype: str) -> Plan:
 
 
 def convert(args) -> None:
-    nemo = NemoArchive(Path(args.nemo))
-    cfg = nemo.config
-    where = f"{nemo.path}:model_config.yaml"
-    if "preprocessor" not in cfg or "encoder" not in cfg or "transformer_encoder" not in cfg:
-        raise ConvertError(f"{where}: no preprocessor/encoder/transformer_encoder section: not a Sortformer config")
-    enc = nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
+    nemo, cfg, where, enc = open_nemo(args.nemo, ("transformer_encoder",), "a Sortformer")
     hp = sortformer_hparams(cfg, where)
     if hp["fc_d_model"] != enc["d_model"]:
         raise ConvertError(f"{where}: sortformer_modules.fc_d_model {hp['fc_d_model']} is not the encoder's {enc['d_model']}")

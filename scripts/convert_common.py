@@ -249,6 +249,19 @@ def run_converter(convert: Callable[[object], None], args) -> int:
     return 0
 
 
+def open_nemo(path: str, sections: tuple, kind: str):
+    """A .nemo archive, its config, the config's name for errors, and its checked preprocessor + encoder;
+    CONFIG must have every one of SECTIONS (else: not a KIND config)."""
+    from nemo_archive import NemoArchive  # nemo_archive imports this module
+    nemo = NemoArchive(Path(path))
+    cfg = nemo.config
+    where = f"{nemo.path}:model_config.yaml"
+    missing = [s for s in ("preprocessor", "encoder", *sections) if s not in cfg]
+    if missing:
+        raise ConvertError(f"{where}: no {'/'.join(missing)} section: not {kind} config")
+    return nemo, cfg, where, nemo_encoder_hparams(cfg["preprocessor"], cfg["encoder"], where)
+
+
 def nemo_converter_main(convert: Callable[[object], None], description: str) -> int:
     """The command line every .nemo converter takes: --nemo, -o, --outtype, --name."""
     import argparse
