@@ -58,15 +58,26 @@ struct transcribe_session {
     std::unique_ptr<RecordingPipeline> pipeline;
 };
 
+struct transcribe_diarization {
+    SpeakerActivity             activity;
+    std::vector<SpeakerSegment> segments;
+};
+
 struct transcribe_diarizer {
     std::unique_ptr<Sortformer>        model;
     std::unique_ptr<SortformerSession> session;
     std::mutex                         mutex; // one recording at a time
-};
 
-struct transcribe_diarization {
-    SpeakerActivity             activity;
-    std::vector<SpeakerSegment> segments;
+    // The probabilities and NeMo's segments of one recording (transcribe_diarize and speaker attribution).
+    transcribe_diarization diarize(const float * pcm, size_t n, const transcribe_diarize_params & p) {
+        std::lock_guard<std::mutex> lock(mutex);
+        transcribe_diarization r;
+        r.activity = session->run(pcm, n);
+        const int unit = r.activity.frame_ms / 10; // 10-ms frames a model frame covers (NeMo's subsampling factor)
+        r.segments = speaker_segments(r.activity.probs, r.activity.n_frames, r.activity.n_speakers, unit,
+                                      {p.onset, p.offset, p.pad_onset, p.pad_offset, p.min_duration_on, p.min_duration_off});
+        return r;
+    }
 };
 
 struct transcribe_result {
@@ -169,12 +180,7 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     r.draft_ids.assign(p->draft_ids, p->draft_ids + p->n_draft_ids);
     if (transcribe_diarizer * d = p->diarizer) {
         const transcribe_diarize_params dp = p->diarize_params;
-        r.diarize = [d, dp](const float * pcm, size_t n) {
-            std::lock_guard<std::mutex> lock(d->mutex);
-            const SpeakerActivity act = d->session->run(pcm, n);
-            return speaker_segments(act.probs, act.n_frames, act.n_speakers, act.frame_ms / 10,
-                                    {dp.onset, dp.offset, dp.pad_onset, dp.pad_offset, dp.min_duration_on, dp.min_duration_off});
-        };
+        r.diarize = [d, dp](const float * pcm, size_t n) { return d->diarize(pcm, n, dp).segments; };
     }
     if (p->abort_callback) {
         r.options.cancelled = [cb = p->abort_callback, ud = p->abort_user_data] { return cb(ud); };
@@ -744,12 +750,7 @@ transcribe_status transcribe_diarize(transcribe_diarizer * diarizer, const float
         *out_result = nullptr;
         audio_check_finite(pcm, n_samples, "input audio");
         const transcribe_diarize_params p = params ? *params : transcribe_diarize_params_init();
-        auto r      = std::make_unique<transcribe_diarization>();
-        r->activity = diarizer->session->run(pcm, n_samples);
-        const DiarizationParams dp {p.onset, p.offset, p.pad_onset, p.pad_offset, p.min_duration_on, p.min_duration_off};
-        const int unit = r->activity.frame_ms / 10; // 10-ms frames a model frame covers (NeMo's subsampling factor)
-        r->segments = speaker_segments(r->activity.probs, r->activity.n_frames, r->activity.n_speakers, unit, dp);
-        *out_result = r.release();
+        *out_result = new transcribe_diarization(diarizer->diarize(pcm, n_samples, p));
         return TRANSCRIBE_OK;
     });
 }

@@ -206,7 +206,7 @@ ContinuousBatchingSession::BeamSetup CanaryAedSession::beam_setup(const DecodeJo
     s.eos            = model_.t_.eos;
     s.pad            = model_.t_.pad;
     s.length_penalty = model_.length_penalty_;
-    s.prompt_length  = int(model_.prompt(a.job.options).size());
+    s.prompt_length  = decoder_.n_past(a.seq); // start() prefilled the prompt: its length, not encoded again
     return s;
 }
 
