@@ -120,12 +120,21 @@ TRANSCRIBE_API transcribe_status transcribe_detokenize(const transcribe_model * 
 /* ---------------------------------------------------------------- diarization */
 /* Sortformer (a GGUF made by scripts/convert-sortformer.py): every 80 ms frame's activity of up to
  * n_speakers speakers, in the order the model learned (speaker_0 speaks first), and the speaker
- * segments NeMo's post-processing makes of them. Offline: audio up to the model's max_audio_ms
- * (INPUT_TOO_LONG past it). */
+ * segments NeMo's post-processing makes of them. Offline up to the model's max_audio_ms; streaming
+ * (NeMo's speaker cache) for any length: see transcribe_diarize_mode. */
 typedef struct transcribe_diarizer     transcribe_diarizer;
 typedef struct transcribe_diarization  transcribe_diarization;
 
-/* NeMo's PostProcessingParams (seconds, probabilities). */
+/* How a recording is diarized. AUTO: the offline path up to the model's max_audio_ms; past it the
+ * streaming path (speaker cache, any length) with the long-form sizes (the v2 model card's 30.4 s
+ * setting) on a model trained for streaming, INPUT_TOO_LONG on one that is not. */
+typedef enum transcribe_diarize_mode {
+    TRANSCRIBE_DIARIZE_AUTO      = 0,
+    TRANSCRIBE_DIARIZE_OFFLINE   = 1,
+    TRANSCRIBE_DIARIZE_STREAMING = 2, /* NeMo's forward_streaming, with the model's streaming sizes */
+} transcribe_diarize_mode;
+
+/* NeMo's PostProcessingParams (seconds, probabilities), then the path and the streaming sizes. */
 typedef struct transcribe_diarize_params {
     double onset;            /* a frame above this starts a speaker's segment (default 0.5) */
     double offset;           /* a frame below this ends it (default 0.5) */
@@ -133,6 +142,15 @@ typedef struct transcribe_diarize_params {
     double pad_offset;       /* and end this much later (default 0) */
     double min_duration_on;  /* shorter segments are dropped (default 0) */
     double min_duration_off; /* shorter gaps between a speaker's segments are filled (default 0) */
+    int    mode;             /* transcribe_diarize_mode (default AUTO) */
+    /* Streaming sizes in 80 ms frames, NeMo's names; -1 (default): the model's (its GGUF's
+     * sortformer.streaming.*, NeMo's e2e_diarize_speech defaults: 188, 188, 144, 6, 1, 7). */
+    int spkcache_len;
+    int fifo_len;
+    int spkcache_update_period;
+    int chunk_len;
+    int chunk_left_context;
+    int chunk_right_context;
 } transcribe_diarize_params;
 
 TRANSCRIBE_API transcribe_diarize_params transcribe_diarize_params_init(void);

@@ -20,6 +20,15 @@ from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, gg
 ARCH = "sortformer"
 MAX_AUDIO_MS = 90000  # the offline model's training sessions (model_defaults.session_len_sec); longer: an error
 LAYER_NORM_EPS = 1e-5  # NeMo's TransformerEncoder LayerNorms (torch's default)
+# The streaming path's sizes, in 80 ms frames: NeMo sets them on the model before diarize()
+# (examples/speaker_tasks/diarization/neural_diarizer/e2e_diarize_speech.py DiarizationConfig defaults,
+# the 1.04 s-latency setting of the diar_streaming_sortformer_4spk-v2 model card), not in the config.
+STREAMING_SIZES = {"spkcache_len": 188, "fifo_len": 188, "spkcache_update_period": 144, "chunk_len": 6,
+                   "chunk_left_context": 1, "chunk_right_context": 7}
+# The speaker cache's constants: the config's sortformer_modules, else SortformerModules' defaults.
+CACHE_INTS = {"spkcache_sil_frames_per_spk": 3}
+CACHE_FLOATS = {"pred_score_threshold": 0.25, "scores_boost_latest": 0.05, "sil_threshold": 0.2,
+                "strong_boost_rate": 0.75, "weak_boost_rate": 1.5, "min_pos_scores_rate": 0.5}
 
 
 def sortformer_hparams(cfg: dict, where: str) -> dict:
@@ -38,6 +47,9 @@ def sortformer_hparams(cfg: dict, where: str) -> dict:
             "hidden": int(tf["hidden_size"]),
             "inner": int(tf["inner_size"]),
             "heads": int(tf["num_attention_heads"]),
+            "streaming_trained": bool(cfg.get("streaming_mode", False)),
+            "cache_ints": {k: int(mods.get(k, v)) for k, v in CACHE_INTS.items()},
+            "cache_floats": {k: float(mods.get(k, v)) for k, v in CACHE_FLOATS.items()},
         }
         if hp["hidden"] != hp["tf_d_model"] or hp["hidden"] % hp["heads"] or hp["spks"] < 1 or hp["layers"] < 1:
             raise ConvertError(f"{where}: inconsistent Sortformer dimensions {hp}")
@@ -96,6 +108,11 @@ def convert(args) -> None:
     w.add_uint32(a + "tf_inner", hp["inner"])
     w.add_float32(a + "norm_eps", LAYER_NORM_EPS)
     w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
+    w.add_bool(a + "streaming.trained", hp["streaming_trained"])
+    for key, value in {**STREAMING_SIZES, **hp["cache_ints"]}.items():
+        w.add_uint32(a + "streaming." + key, value)
+    for key, value in hp["cache_floats"].items():
+        w.add_float32(a + "streaming." + key, value)
     plan.write(w)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, {hp['spks']} speakers, "
           f"Transformer {hp['layers']} x {hp['hidden']}, outtype {args.outtype})")

@@ -72,7 +72,20 @@ struct transcribe_diarizer {
     transcribe_diarization diarize(const float * pcm, size_t n, const transcribe_diarize_params & p) {
         std::lock_guard<std::mutex> lock(mutex);
         transcribe_diarization r;
-        r.activity = session->run(pcm, n);
+        if (p.mode < TRANSCRIBE_DIARIZE_AUTO || p.mode > TRANSCRIBE_DIARIZE_STREAMING) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "diarize: unknown mode %d", p.mode);
+        }
+        DiarizeOptions o;
+        o.mode                   = p.mode == TRANSCRIBE_DIARIZE_OFFLINE     ? DiarizeMode::Offline
+                                   : p.mode == TRANSCRIBE_DIARIZE_STREAMING ? DiarizeMode::Streaming
+                                                                            : DiarizeMode::Auto;
+        o.spkcache_len           = p.spkcache_len;
+        o.fifo_len               = p.fifo_len;
+        o.spkcache_update_period = p.spkcache_update_period;
+        o.chunk_len              = p.chunk_len;
+        o.chunk_left_context     = p.chunk_left_context;
+        o.chunk_right_context    = p.chunk_right_context;
+        r.activity               = session->run(pcm, n, o);
         const int unit = r.activity.frame_ms / 10; // 10-ms frames a model frame covers (NeMo's subsampling factor)
         r.segments = speaker_segments(r.activity.probs, r.activity.n_frames, r.activity.n_speakers, unit,
                                       {p.onset, p.offset, p.pad_onset, p.pad_offset, p.min_duration_on, p.min_duration_off});
@@ -668,7 +681,8 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
 
 transcribe_diarize_params transcribe_diarize_params_init(void) {
     const DiarizationParams d;
-    return {d.onset, d.offset, d.pad_onset, d.pad_offset, d.min_duration_on, d.min_duration_off};
+    return {d.onset, d.offset, d.pad_onset, d.pad_offset, d.min_duration_on, d.min_duration_off, TRANSCRIBE_DIARIZE_AUTO,
+            -1, -1, -1, -1, -1, -1};
 }
 
 transcribe_status transcribe_diarize_params_from_yaml(const char * path, transcribe_diarize_params * out) {

@@ -45,10 +45,29 @@ class Diarize(unittest.TestCase):
                         str(FIXTURE / "audio" / f"{clip}.wav"))
                 self.assertEqual(r.stdout.splitlines(), s["lines"], f"{clip} {name}")
 
+    def test_streaming_lines_are_nemos(self):
+        """--streaming with the fixture's scaled speaker-cache sizes: NeMo's forward_streaming segments, for the
+        default post-processing and the four released sets."""
+        golden = json.loads((FIXTURE / "golden" / "conv3_meeting" / "streaming.json").read_text())
+        p = golden["params"]
+        sizes = ["--spkcache-len", p["spkcache_len"], "--fifo-len", p["fifo_len"], "--spkcache-update-period",
+                 p["spkcache_update_period"], "--chunk-len", p["chunk_len"], "--chunk-left-context",
+                 p["chunk_left_context"], "--chunk-right-context", p["chunk_right_context"]]
+        wav = str(FIXTURE / "audio" / "conv3_meeting.wav")
+        for name, s in golden["postprocessing"].items():
+            yaml = [] if name == "default" else ["--postprocessing", str(FIXTURE / "postprocessing" / f"{name}.yaml")]
+            r = run("-m", MODEL, "--streaming", *map(str, sizes), *yaml, wav)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.splitlines(), s["lines"], name)
+        # Without --streaming the same sizes change nothing: a 15 s clip is diarized offline.
+        r = run("-m", MODEL, *map(str, sizes), wav)
+        want = json.loads((FIXTURE / "golden" / "conv3_meeting" / "segments.json").read_text())["default"]["lines"]
+        self.assertEqual(r.stdout.splitlines(), want)
+
     def test_errors_are_one_clear_line(self):
         wav = str(FIXTURE / "audio" / "jfk.wav")
         for args, says in ((["-m", str(MODELS / "parakeet-tdt-tiny-f32.gguf"), wav], "not a Sortformer diarizer"),
-                           (["-m", MODEL, "--streaming", wav], "--streaming"),
+                           (["-m", MODEL, "--streaming", "--spkcache-len", "8", wav], "invalid sizes"),
                            (["-m", MODEL, "--postprocessing", "/nonexistent.yaml", wav], "cannot open"),
                            (["-m", MODEL, "/nonexistent.wav"], "nonexistent")):
             r = run(*args)

@@ -5,11 +5,13 @@
 #include "engine/speaker_attribution.h"
 #include "engine/speaker_segments.h"
 #include "families/sortformer.h"
+#include "families/sortformer_speaker_cache.h"
 #include "support.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 using namespace transcribe;
 
@@ -57,6 +59,132 @@ TEST(SortformerGolden, Audio_past_the_limit_is_an_error) {
     SortformerSession session(model, 2);
     const std::vector<float> pcm(size_t(model.sample_rate()) * size_t(model.max_audio_ms() / 1000 + 1), 0.1f);
     EXPECT_THROW(session.run(pcm.data(), pcm.size()), Error);
+}
+
+namespace {
+SpeakerCacheParams fixture_streaming(const Sortformer & model) {
+    const nlohmann::json j = fx().golden_json("conv3_meeting", "streaming.json")["params"];
+    SpeakerCacheParams p           = model.streaming_defaults();
+    p.spkcache_len                 = j["spkcache_len"];
+    p.fifo_len                     = j["fifo_len"];
+    p.spkcache_update_period       = j["spkcache_update_period"];
+    p.chunk_len                    = j["chunk_len"];
+    p.chunk_left_context           = j["chunk_left_context"];
+    p.chunk_right_context          = j["chunk_right_context"];
+    return p;
+}
+} // namespace
+
+// NeMo's forward_streaming with the fixture's scaled cache sizes: 33 steps whose cache is compressed
+// many times; every step's input probabilities, the chunk outputs and the state after each step (cache,
+// its probabilities, FIFO, mean silence embedding) within the MANIFEST's tolerances, and each output
+// frame on NeMo's side of every post-processing threshold.
+TEST(SortformerGolden, Streaming_speaker_cache_path_matches_every_step) {
+    const Sortformer model(test::model("sortformer-tiny-f32.gguf"), ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    const SpeakerCacheParams defaults = model.streaming_defaults();
+    // The converter writes NeMo's inference defaults (e2e_diarize_speech, the 1.04 s setting) and the
+    // model's cache constants.
+    EXPECT_EQ(defaults.spkcache_len, 188);
+    EXPECT_EQ(defaults.fifo_len, 188);
+    EXPECT_EQ(defaults.spkcache_update_period, 144);
+    EXPECT_EQ(defaults.chunk_len, 6);
+    EXPECT_EQ(defaults.chunk_left_context, 1);
+    EXPECT_EQ(defaults.chunk_right_context, 7);
+    EXPECT_EQ(defaults.sil_frames_per_spk, 3);
+    EXPECT_FLOAT_EQ(defaults.sil_threshold, 0.2f);
+
+    const char * clip = "conv3_meeting";
+    const std::string dir = ::testing::TempDir() + "sortformer_stream_dump";
+    std::filesystem::create_directories(dir);
+    SortformerSession session(model, 2);
+    const std::vector<float> pcm = fx().wav_16k(clip);
+    setenv("TRANSCRIBE_DUMP_DIR", dir.c_str(), 1);
+    const SpeakerActivity act = session.run_streaming(pcm.data(), pcm.size(), fixture_streaming(model));
+    unsetenv("TRANSCRIBE_DUMP_DIR");
+    for (const char * name : {"stream_preds_in", "stream_chunk_preds", "stream_spkcache_after", "stream_spkcache_preds_after",
+                              "stream_fifo_after", "stream_mean_sil_emb", "stream_preds"}) {
+        const std::string file = std::string(name) + ".npy";
+        const NpyArray got = npy_read(dir + "/" + file), want = fx().golden(clip, file);
+        EXPECT_EQ(got.shape, want.shape) << name;
+        if (got.shape == want.shape) {
+            EXPECT_LE(test::max_abs_diff(got.f32, want.f32), fx().atol(clip, file)) << name;
+        }
+    }
+    const NpyArray want = fx().golden(clip, "stream_preds.npy");
+    ASSERT_EQ(act.probs.size(), want.f32.size());
+    EXPECT_EQ(act.n_frames, 193);
+    for (const double th : fx().manifest()["postprocessing"]["thresholds_for_margins"]) {
+        for (size_t i = 0; i < want.f32.size(); ++i) {
+            EXPECT_EQ(act.probs[i] > float(th), want.f32[i] > float(th)) << i << " at " << th;
+        }
+    }
+}
+
+namespace {
+std::vector<float> rows_of(const nlohmann::json & rows) {
+    std::vector<float> out;
+    for (const auto & row : rows) {
+        for (const double v : row) {
+            out.push_back(float(v));
+        }
+    }
+    return out;
+}
+} // namespace
+
+// NeMo's streaming_update, step by step, on seeded inputs shaped to reach the branches the fixture
+// clip does not (sortformer-cache-cases, made by NeMo's SortformerModules: placeholder picks, no FIFO, a
+// pop past the update period and one capped at FIFO + chunk, a speaker under min_pos_scores, steps
+// without silence): the chunk's probabilities and the whole state after every step.
+TEST(SpeakerCacheCases, Every_step_equals_nemos_streaming_update) {
+    std::ifstream in(std::string(CANARY_AED_FIXTURE) + "/../sortformer-cache-cases/cases.json");
+    ASSERT_TRUE(in.good());
+    const nlohmann::json cases = nlohmann::json::parse(in)["cases"];
+    ASSERT_EQ(cases.size(), 4u);
+    for (const auto & c : cases) {
+        const nlohmann::json & j = c["params"];
+        SpeakerCacheParams p;
+        p.spkcache_len           = j["spkcache_len"];
+        p.fifo_len               = j["fifo_len"];
+        p.spkcache_update_period = j["spkcache_update_period"];
+        p.chunk_len              = j["chunk_len"];
+        p.chunk_left_context     = j["chunk_left_context"];
+        p.chunk_right_context    = j["chunk_right_context"];
+        p.sil_frames_per_spk     = j["spkcache_sil_frames_per_spk"];
+        p.pred_score_threshold   = j["pred_score_threshold"];
+        p.scores_boost_latest    = j["scores_boost_latest"];
+        p.sil_threshold          = j["sil_threshold"];
+        p.strong_boost_rate      = j["strong_boost_rate"];
+        p.weak_boost_rate        = j["weak_boost_rate"];
+        p.min_pos_scores_rate    = j["min_pos_scores_rate"];
+        SpeakerCache cache(p, c["dim"], c["n_spk"]);
+        const std::string name = c["name"];
+        int step = 0;
+        for (const auto & s : c["steps"]) {
+            const std::string at = name + " step " + std::to_string(step++);
+            const std::vector<float> chunk_preds = cache.update(rows_of(s["chunk"]), rows_of(s["preds"]), s["lc"], s["rc"]);
+            // Selections and copies are exact; the probabilities go through no arithmetic.
+            EXPECT_EQ(chunk_preds, rows_of(s["chunk_preds"])) << at;
+            EXPECT_EQ(cache.cache(), rows_of(s["spkcache"])) << at;
+            EXPECT_EQ(cache.cache_preds(), s["spkcache_preds"].is_null() ? std::vector<float>() : rows_of(s["spkcache_preds"]))
+                << at;
+            EXPECT_EQ(cache.fifo(), rows_of(s["fifo"])) << at;
+            EXPECT_EQ(cache.silence_frames(), s["n_sil_frames"].get<long>()) << at;
+            // The running mean: float32 sums, NeMo's in its own order.
+            const std::vector<float> want_sil = rows_of(nlohmann::json::array({s["mean_sil_emb"]}));
+            EXPECT_LE(test::max_abs_diff(cache.mean_silence(), want_sil), 1e-6) << at;
+        }
+    }
+}
+
+TEST(SpeakerCacheCases, Sizes_nemo_rejects_are_an_error) {
+    SpeakerCacheParams p;
+    p.spkcache_len = 15; // under (1 + 3 silence frames) x 4 speakers
+    EXPECT_THROW(SpeakerCache(p, 8, 4), Error);
+    p.spkcache_len = 16;
+    EXPECT_NO_THROW(SpeakerCache(p, 8, 4));
+    p.chunk_len = 0;
+    EXPECT_THROW(SpeakerCache(p, 8, 4), Error);
 }
 
 namespace {

@@ -201,15 +201,16 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     return linear(ctx, ggml_reshape_2d(ctx, x, F8 * C, T3), sub_out.w, sub_out.b);
 }
 
-ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * taps) const {
+ggml_tensor * FastConformer::build_subsampling(Graph & g, int n_frames, int n_valid) const {
     ggml_context * ctx = g.ctx();
-    const int T = subsampled_length(n_valid);
     ggml_tensor * x = subsample(g, n_frames);
     // Keep only the valid rows: later layers mask everything past them, so dropping them is exact.
-    x = ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, T, x->nb[1], 0));
-    if (taps) {
-        taps->pre_encode = x;
-    }
+    return ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, subsampled_length(n_valid), x->nb[1], 0));
+}
+
+ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, Taps * taps) const {
+    ggml_context * ctx = g.ctx();
+    const int64_t T = x->ne[1];
     if (hp_.xscaling) {
         x = ggml_scale(ctx, x, std::sqrt(float(hp_.d_model)));
     }
@@ -231,7 +232,15 @@ ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * 
     return x;
 }
 
-void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
+ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * taps) const {
+    ggml_tensor * x = build_subsampling(g, n_frames, n_valid);
+    if (taps) {
+        taps->pre_encode = x;
+    }
+    return build_layers(g, x, taps);
+}
+
+void FastConformer::set_subsampling_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
     const int n_mels = hp_.n_mels;
     std::vector<float> mel_t(size_t(n_mels) * size_t(n_frames));
     for (int m = 0; m < n_mels; ++m) {
@@ -251,7 +260,10 @@ void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_
         }
         tensor_set(m, v);
     }
-    const int64_t d = hp_.d_model, T = subsampled_length(n_valid);
+}
+
+void FastConformer::set_position_inputs(Graph & g, int64_t T) const {
+    const int64_t d = hp_.d_model;
     std::vector<float> pe(size_t(d) * size_t(relative_positions(T)), 0.0f);
     for (int64_t r = 0; r < 2 * T - 1; ++r) {
         const double p = double(T - 1 - r);
@@ -262,6 +274,11 @@ void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_
         }
     }
     tensor_set(g.get("pos_emb"), pe);
+}
+
+void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
+    set_subsampling_inputs(g, mel, n_frames, n_valid);
+    set_position_inputs(g, subsampled_length(n_valid));
 }
 
 } // namespace transcribe

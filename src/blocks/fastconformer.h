@@ -51,6 +51,15 @@ public:
     // Sets the inputs build() declared, from channel-major mel features.
     void set_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int n_valid) const;
 
+    // build() in its two halves, for callers that keep pre-encoded frames (NeMo's bypass_pre_encode,
+    // Sortformer's speaker cache): the subsampling alone (input "mel", [d_model, valid frames]) ...
+    ggml_tensor * build_subsampling(Graph & g, int n_frames, int n_valid) const;
+    void          set_subsampling_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames,
+                                         int n_valid) const;
+    // ... and the layers over pre-encoded frames x [d_model, T] (input "pos_emb", every frame valid).
+    ggml_tensor * build_layers(Graph & g, ggml_tensor * x, Taps * taps) const;
+    void          set_position_inputs(Graph & g, int64_t T) const;
+
     const FastConformerHParams & hparams() const { return hp_; }
 
 private:

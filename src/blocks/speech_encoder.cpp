@@ -30,11 +30,9 @@ int SpeechEncoder::output_frames(size_t n_samples) const {
 
 int SpeechEncoder::frame_ms() const { return 8 * 1000 * mel_->config().hop_length / mel_->config().sample_rate; }
 
-std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float * pcm, size_t n, int n_threads,
-                                                  Timings & timings) {
-    StageTimer mel_timer;
-    MelFeatures mel = enc_.mel_->compute(pcm, n, n_threads);
-    if (valid_only_ && mel.n_frames > mel.n_valid) {
+MelFeatures SpeechEncoder::mel(const float * pcm, size_t n, int n_threads, bool valid_only) const {
+    MelFeatures mel = mel_->compute(pcm, n, n_threads);
+    if (valid_only && mel.n_frames > mel.n_valid) {
         std::vector<float> cut(size_t(mel.n_mels) * size_t(mel.n_valid));
         for (int m = 0; m < mel.n_mels; ++m) {
             std::copy_n(mel.data.begin() + long(m) * mel.n_frames, mel.n_valid, cut.begin() + long(m) * mel.n_valid);
@@ -42,6 +40,13 @@ std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float *
         mel.data     = std::move(cut);
         mel.n_frames = mel.n_valid;
     }
+    return mel;
+}
+
+std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float * pcm, size_t n, int n_threads,
+                                                  Timings & timings) {
+    StageTimer mel_timer;
+    MelFeatures mel = enc_.mel(pcm, n, n_threads, valid_only_);
     timings.mel_ms = mel_timer.ms();
     dump_f32("mel", mel.data, {mel.n_mels, mel.n_frames});
 

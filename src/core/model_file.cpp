@@ -150,6 +150,8 @@ bool ModelFile::get_bool(const std::string & key, bool fallback) const {
 
 float ModelFile::get_f32(const std::string & key) const { return gguf_get_val_f32(gguf_, key_id(key, GGUF_TYPE_FLOAT32)); }
 
+float ModelFile::get_f32(const std::string & key, float fallback) const { return has_key(key) ? get_f32(key) : fallback; }
+
 std::string ModelFile::get_str(const std::string & key) const {
     return gguf_get_val_str(gguf_, key_id(key, GGUF_TYPE_STRING));
 }

@@ -43,6 +43,7 @@ public:
     uint32_t    get_u32(const std::string & key, uint32_t fallback) const;
     int32_t     get_i32(const std::string & key, int32_t fallback) const;
     float       get_f32(const std::string & key) const;
+    float       get_f32(const std::string & key, float fallback) const;
     bool        get_bool(const std::string & key, bool fallback) const;
     std::string get_str(const std::string & key) const;
     std::string get_str(const std::string & key, const std::string & fallback) const;

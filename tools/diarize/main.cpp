@@ -37,7 +37,24 @@ int main(int argc, char ** argv) {
     app.add_flag("--rttm", as_rttm, "print RTTM lines (SPEAKER <file> 1 <start> <duration> <NA> <NA> speaker_<k> <NA> <NA>)")
         ->excludes(json_flag);
     app.add_option("--postprocessing", yaml_path, "NeMo's post-processing YAML (onset, offset, pads, minimum durations)");
-    app.add_flag("--streaming", streaming, "the streaming model's speaker-cache path");
+    bool offline = false;
+    transcribe_diarize_params params = transcribe_diarize_params_init();
+    auto * streaming_flag = app.add_flag("--streaming", streaming,
+                                         "NeMo's streaming path (speaker cache and FIFO, any length) with the model's "
+                                         "streaming sizes (default: offline up to the model's limit, past it streaming "
+                                         "on a streaming-trained model)");
+    app.add_flag("--offline", offline, "the offline path only (an error past the model's limit)")->excludes(streaming_flag);
+    const std::pair<const char *, int *> sizes[] = {
+        {"--spkcache-len", &params.spkcache_len},
+        {"--fifo-len", &params.fifo_len},
+        {"--spkcache-update-period", &params.spkcache_update_period},
+        {"--chunk-len", &params.chunk_len},
+        {"--chunk-left-context", &params.chunk_left_context},
+        {"--chunk-right-context", &params.chunk_right_context}};
+    for (const auto & [flag, field] : sizes) {
+        app.add_option(flag, *field, "streaming size in 80 ms frames (NeMo's parameter of that name; default: the model's)")
+            ->check(CLI::NonNegativeNumber);
+    }
     app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     try {
         app.parse(argc, argv);
@@ -45,11 +62,7 @@ int main(int argc, char ** argv) {
         return app.exit(e);
     }
     transcribe_log_set(quiet_log, nullptr); // errors are reported once, from transcribe_last_error()
-    if (streaming) {
-        return die("--streaming: the speaker-cache streaming path is not implemented yet; offline diarization takes "
-                   "recordings up to the model's limit (90 s for diar_sortformer_4spk-v1)");
-    }
-    transcribe_diarize_params params = transcribe_diarize_params_init();
+    params.mode = streaming ? TRANSCRIBE_DIARIZE_STREAMING : offline ? TRANSCRIBE_DIARIZE_OFFLINE : TRANSCRIBE_DIARIZE_AUTO;
     if (!yaml_path.empty() && transcribe_diarize_params_from_yaml(yaml_path.c_str(), &params) != TRANSCRIBE_OK) {
         return die(std::string("--postprocessing: ") + transcribe_last_error());
     }

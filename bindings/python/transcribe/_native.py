@@ -52,7 +52,9 @@ TokenCallback = ctypes.CFUNCTYPE(None, c_int32, ctypes.POINTER(ctypes.c_char), c
 
 class DiarizeParams(ctypes.Structure):
     _fields_ = [("onset", c_double), ("offset", c_double), ("pad_onset", c_double), ("pad_offset", c_double),
-                ("min_duration_on", c_double), ("min_duration_off", c_double)]
+                ("min_duration_on", c_double), ("min_duration_off", c_double), ("mode", c_int),
+                ("spkcache_len", c_int), ("fifo_len", c_int), ("spkcache_update_period", c_int), ("chunk_len", c_int),
+                ("chunk_left_context", c_int), ("chunk_right_context", c_int)]
 
 
 class RunParams(ctypes.Structure):
