@@ -334,11 +334,13 @@ typedef struct transcribe_run_params {
     bool                      no_punctuation;
     bool                      timestamps;
     int                       beam_size;
-    /* Speaker-attributed transcripts (appended): DIARIZER runs on the whole recording (within its
-     * max_audio_ms) with DIARIZE_PARAMS, each word takes the speaker active over most of it and segments
-     * break where the speaker changes (transcribe_result_segment_speaker, transcribe_word.speaker).
-     * INVALID_ARG for a model without word times. NULL: none. The diarizer runs one recording at a
-     * time (runs of several sessions take turns). */
+    /* Speaker-attributed transcripts (appended): DIARIZER runs on the whole recording with
+     * DIARIZE_PARAMS (their mode says how past its max_audio_ms). Word-timed models: each word takes the
+     * speaker active over most of it and segments break where the speaker changes. Other models: the
+     * recording is transcribed speaker turn by speaker turn (turns tile the recording; a VAD, when
+     * given, cuts inside each turn), each segment its turn's speaker. See
+     * transcribe_result_segment_speaker, transcribe_word.speaker. NULL: none. The diarizer runs one
+     * recording at a time (runs of several sessions take turns). */
     transcribe_diarizer *     diarizer;
     transcribe_diarize_params diarize_params;
 } transcribe_run_params;

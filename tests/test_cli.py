@@ -140,8 +140,9 @@ class Cli(unittest.TestCase):
 
     def test_diarize_attributes_every_word_and_segment(self):
         """--diarize with the Sortformer fixture model and the Parakeet fixture model: every JSON segment and
-        word has a speaker, a segment's words share its speaker, SRT cues carry "[Speaker k]"; a model without
-        word times, a transcriber given as the diarizer and the diarizer given as the transcriber are one clear line."""
+        word has a speaker, a segment's words share its speaker, SRT cues carry "[Speaker k]"; a transcriber
+        given as the diarizer and the diarizer given as the transcriber are one clear line. A model without
+        word times (Canary-Qwen) is transcribed turn by turn: every segment a speaker, a txt line per turn."""
         diarizer = str(MODELS / "sortformer-tiny-f32.gguf")
         wav = str(PARAKEET_FIXTURE.parent / "sortformer-tiny" / "audio" / "conv2_budget.wav")
         r = cli("-m", PARAKEET, "--diarize", diarizer, "--json", "--timestamps", "word", wav)
@@ -156,8 +157,15 @@ class Cli(unittest.TestCase):
         srt = cli("-m", PARAKEET, "--diarize", diarizer, "--format", "srt", wav).stdout.decode()
         cues = [c.split("\n", 2)[2] for c in srt.strip().split("\n\n")]
         self.assertTrue(all(c.startswith("[Speaker ") for c in cues), cues)
-        for args, says in ((["-m", F32, "--diarize", diarizer, wav], "gives no word times"),
-                           (["-m", PARAKEET, "--diarize", PARAKEET, wav], "not a Sortformer diarizer"),
+        r = cli("-m", F32, "--diarize", diarizer, "--max-new-tokens", "4", "--json", wav)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        turns = json.loads(r.stdout)["segments"]
+        self.assertGreater(len({seg["speaker"] for seg in turns}), 1)
+        for seg in turns:
+            self.assertRegex(seg["speaker"], r"^speaker_[0-3]$")
+        txt = cli("-m", F32, "--diarize", diarizer, "--max-new-tokens", "4", wav).stdout.decode()
+        self.assertTrue(all(line.startswith("[Speaker ") for line in txt.splitlines() if line.strip()), txt)
+        for args, says in ((["-m", PARAKEET, "--diarize", PARAKEET, wav], "not a Sortformer diarizer"),
                            (["-m", diarizer, wav], "is a diarizer")):
             r = cli(*args)
             self.assertEqual(r.returncode, 1, args)

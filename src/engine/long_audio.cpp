@@ -159,7 +159,10 @@ Transcript join_pieces(const float * x, const std::vector<AudioSpan> & pieces, s
 } // namespace
 
 PiecePlan plan_pieces(const float * x, size_t n, int sample_rate, size_t window_samples) {
-    std::vector<AudioSpan> pieces = split_at_pauses(x, n, sample_rate, window_samples);
+    return plan_spans(x, split_at_pauses(x, n, sample_rate, window_samples), sample_rate);
+}
+
+PiecePlan plan_spans(const float * x, std::vector<AudioSpan> pieces, int sample_rate) {
     PiecePlan plan;
     plan.n_pieces = pieces.size();
     plan.audio_of = [x, pieces](size_t i, std::vector<float> &) {

@@ -34,6 +34,8 @@ struct PiecePlan {
 // Pieces of at most window_samples cut at pauses, joined as one segment per piece, times in the
 // original audio, truncation reported per segment and overall.
 PiecePlan plan_pieces(const float * x, size_t n, int sample_rate, size_t window_samples);
+// The same for pieces already cut (spans of x, in order, each within the window).
+PiecePlan plan_spans(const float * x, std::vector<AudioSpan> pieces, int sample_rate);
 
 // transcribe_plan (piece_feeder.h) of plan_pieces(...).
 Transcript transcribe_pieces(Session & session, const float * x, size_t n, int sample_rate, size_t window_samples,

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "engine/piece_feeder.h"
 #include "engine/speaker_attribution.h"
+#include "engine/speaker_turns.h"
 #include "engine/speech_segments.h"
 
 #include <chrono>
@@ -77,10 +78,6 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
                  info.name.c_str(), list.c_str());
         }
     }
-    if (req.diarize && !info.word_timestamps && !(info.timestamp_prompt && o.timestamps)) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "diarize: model %s (%s) gives no word times; speaker attribution takes a "
-             "word-timed model (Parakeet, or Canary AED with timestamps)", info.name.c_str(), info.architecture.c_str());
-    }
     if (req.draft || !req.draft_ids.empty()) {
         if (!info.speculative) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
@@ -107,18 +104,55 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
 // recurrence is a chain of small ops, where a second thread's barriers cost more than it computes,
 // bench/RESULTS.md; its time into VAD_MS, ABORT stops it), else at pauses into pieces of the window.
 PiecePlan RecordingPipeline::plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req,
-                                  double & vad_ms, const std::function<bool()> & abort) {
+                                  const RunOptions & o, double & vad_ms, const std::function<bool()> & abort) {
     const ModelInfo & info = model_.info();
     const size_t window = window_samples(req);
-    if (!vad) {
-        return plan_pieces(pcm, n, info.sample_rate, window);
+    std::vector<SpeakerTurn> turns;
+    if (per_turn(req, o)) {
+        turns = speaker_turns(req.diarize(pcm, n), n, info.sample_rate);
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<float> probs = vad->probabilities(pcm, n, info.sample_rate, abort);
-    const size_t chunk = vad->chunk_samples(info.sample_rate);
-    const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
-    vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return plan_speech(model_.tokenizer(), pcm, plan_speech_pieces(regions, probs, chunk, window), info.sample_rate);
+    PiecePlan p;
+    if (!vad) {
+        if (turns.empty()) {
+            return plan_pieces(pcm, n, info.sample_rate, window);
+        }
+        std::vector<AudioSpan> pieces;
+        for (const SpeakerTurn & turn : turns) {
+            const size_t b = turn.span.begin;
+            for (AudioSpan s : split_at_pauses(pcm + b, turn.span.end - b, info.sample_rate, window)) {
+                pieces.push_back({s.begin + b, s.end + b});
+            }
+        }
+        p = plan_spans(pcm, std::move(pieces), info.sample_rate);
+    } else {
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::vector<float> probs = vad->probabilities(pcm, n, info.sample_rate, abort);
+        const size_t chunk = vad->chunk_samples(info.sample_rate);
+        const std::vector<AudioSpan> regions = speech_regions(probs, chunk, n, info.sample_rate, req.speech);
+        vad_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (turns.empty()) {
+            return plan_speech(model_.tokenizer(), pcm, plan_speech_pieces(regions, probs, chunk, window), info.sample_rate);
+        }
+        std::vector<SpeechPiece> pieces; // the VAD's speech inside each turn: no piece spans two speakers
+        for (const SpeakerTurn & turn : turns) {
+            for (SpeechPiece & piece : plan_speech_pieces(clip_to(regions, turn.span), probs, chunk, window)) {
+                pieces.push_back(std::move(piece));
+            }
+        }
+        p = plan_speech(model_.tokenizer(), pcm, std::move(pieces), info.sample_rate);
+    }
+    p.join = [join = std::move(p.join), turns, rate = info.sample_rate](std::vector<Transcript> results) {
+        Transcript t = join(std::move(results));
+        label_speakers(t, turns, rate);
+        return t;
+    };
+    return p;
+}
+
+// Speakers by turns (each transcribed alone) for models without word times; by words otherwise.
+bool RecordingPipeline::per_turn(const RecordingRequest & req, const RunOptions & o) const {
+    const ModelInfo & info = model_.info();
+    return req.diarize && !info.word_timestamps && !(info.timestamp_prompt && o.timestamps);
 }
 
 Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRequest & req) {
@@ -129,11 +163,11 @@ Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRe
         vad_id_ = req.vad_id;
     }
     double vad_ms = 0;
-    const PiecePlan pieces = plan(req.new_vad ? vad_.get() : nullptr, pcm, n, req, vad_ms, [&] {
+    const PiecePlan pieces = plan(req.new_vad ? vad_.get() : nullptr, pcm, n, req, o, vad_ms, [&] {
         return (options_.abort_callback && options_.abort_callback(options_.abort_user_data)) || (o.cancelled && o.cancelled());
     });
     Transcript t = transcribe_plan(*session_, pieces, o);
-    attribute(t, pcm, n, req);
+    attribute(t, pcm, n, req, o);
     if (req.new_vad) {
         Timings timings = session_->timings();
         timings.vad_ms  = vad_ms;
@@ -149,7 +183,7 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
     std::vector<int>        together;
     std::vector<RunOptions> options(static_cast<size_t>(count));
     std::vector<char>       handled(static_cast<size_t>(count), 0);
-    if (!req.new_vad && !req.token_bytes) {
+    if (!req.new_vad && !req.token_bytes && !per_turn(req, req.options)) {
         for (int i = 0; i < count; ++i) {
             if (pcm[i] && n[i] > 0 && n[i] <= window) {
                 handled[size_t(i)] = 1;
@@ -183,7 +217,7 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     o.ran = true;
                     if (t) {
                         try {
-                            attribute(*t, pcm[together[id]], n[together[id]], req);
+                            attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])]);
                             o.transcript = std::make_unique<Transcript>(std::move(*t));
                         } catch (...) {
                             o.error = std::current_exception();
@@ -226,14 +260,16 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
     rec.options = prepare(pcm, n, req);
     std::unique_ptr<SpeechDetector> vad = req.new_vad ? req.new_vad() : nullptr;
     double vad_ms = 0;
-    rec.plan = plan(vad.get(), pcm, n, req, vad_ms, [&] { return rec.options.cancelled && rec.options.cancelled(); });
+    const RunOptions o = rec.options;
+    rec.plan = plan(vad.get(), pcm, n, req, o, vad_ms, [&] { return rec.options.cancelled && rec.options.cancelled(); });
     Transcript t = batcher.run(std::move(rec));
-    attribute(t, pcm, n, req);
+    attribute(t, pcm, n, req, o);
     return t;
 }
 
-void RecordingPipeline::attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req) const {
-    if (req.diarize) {
+void RecordingPipeline::attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req,
+                                  const RunOptions & o) const {
+    if (req.diarize && !per_turn(req, o)) {
         attribute_speakers(t, req.diarize(pcm, n));
     }
 }

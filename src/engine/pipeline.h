@@ -35,7 +35,8 @@ struct RecordingRequest {
     Model *              draft    = nullptr;
     uint64_t             draft_id = 0;
     std::vector<int32_t> draft_ids;
-    // Speaker-attributed transcripts (word-timed models): the recording's speaker segments, from a diarizer.
+    // Speaker-attributed transcripts: the recording's speaker segments, from a diarizer (word-timed
+    // models: each word its speaker; others: the recording transcribed turn by turn, speaker_turns.h).
     std::function<std::vector<SpeakerSegment>(const float * pcm, size_t n)> diarize;
 };
 
@@ -67,10 +68,11 @@ public:
 private:
     RunOptions prepare(const float * pcm, size_t n, const RecordingRequest & req);
     size_t     window_samples(const RecordingRequest & req) const;
-    PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, double & vad_ms,
-                    const std::function<bool()> & abort);
-    // The transcript's speakers where the request asks for them.
-    void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req) const;
+    PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
+                    double & vad_ms, const std::function<bool()> & abort);
+    bool       per_turn(const RecordingRequest & req, const RunOptions & o) const;
+    // The transcript's words' speakers where the request asks for them (word-timed models).
+    void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o) const;
     std::vector<int32_t> draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
                                   const std::function<bool()> & cancelled);
 

@@ -15,8 +15,8 @@ struct DiarizeOption {
 
     void add_to(CLI::App & app) {
         app.add_option("--diarize", model_path,
-                       "speaker-attributed transcript: a diarizer (Sortformer GGUF) gives each word its speaker and "
-                       "segments break where the speaker changes (word-timed models)");
+                       "speaker-attributed transcript from a diarizer (Sortformer GGUF): word-timed models give each word "
+                       "its speaker and break segments where it changes; others are transcribed speaker turn by turn");
         app.add_option("--diarize-postprocessing", yaml_path, "NeMo's post-processing YAML for the diarizer's segments");
     }
 
