@@ -354,6 +354,72 @@ class StreamingTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class DiarizedServer(unittest.TestCase):
+    """--diarize SORTFORMER: response_format=diarized_json in OpenAI's shape (TranscriptionDiarized), plain and
+    streamed (transcript.text.segment events before transcript.text.done), and its errors."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.diarizer = str(Path(MODEL).parent / "sortformer-tiny-f32.gguf")
+        cls.audio = (PARAKEET_FIXTURE.parent / "sortformer-tiny" / "audio" / "conv2_budget.wav").read_bytes()
+        cls.server = Server("--diarize", cls.diarizer, model=PARAKEET_MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def test_diarized_json_shape_and_speakers(self):
+        code, ctype, body = transcribe(self.server.base, self.audio, response_format="diarized_json")
+        self.assertEqual(code, 200, body)
+        j = json.loads(body)
+        self.assertEqual(list(j), ["task", "duration", "text", "segments", "usage"])
+        self.assertEqual(j["task"], "transcribe")
+        self.assertAlmostEqual(j["duration"], 1459 * 160 / 16000, delta=0.02)
+        self.assertEqual(j["usage"], {"type": "duration", "seconds": j["duration"]})
+        plain = json.loads(transcribe(self.server.base, self.audio)[2])["text"]
+        self.assertEqual(j["text"], plain.strip())  # the same words, now by speaker
+        self.assertGreater(len(j["segments"]), 1)
+        seen = []
+        for i, seg in enumerate(j["segments"]):
+            self.assertEqual(list(seg), ["type", "id", "start", "end", "text", "speaker"])
+            self.assertEqual(seg["type"], "transcript.text.segment")
+            self.assertEqual(seg["id"], f"seg_{i}")
+            self.assertLessEqual(seg["start"], seg["end"])
+            if seg["speaker"] not in seen:  # labelled A, B, ... in order of first appearance
+                seen.append(seg["speaker"])
+        self.assertEqual(seen, [chr(ord("A") + k) for k in range(len(seen))])
+        self.assertGreater(len(seen), 1)
+        self.assertEqual(" ".join(seg["text"] for seg in j["segments"]), j["text"])
+
+    def test_streamed_segments_then_done(self):
+        import http.client
+        host, port = self.server.base.split("//")[1].split(":")
+        body, ctype = multipart({"stream": "true", "response_format": "diarized_json"}, {"file": ("c.wav", self.audio)})
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        events = sse_events(r)
+        conn.close()
+        kinds = [e["type"] for e in events]
+        n_delta, n_seg = kinds.count("transcript.text.delta"), kinds.count("transcript.text.segment")
+        self.assertEqual(kinds, ["transcript.text.delta"] * n_delta + ["transcript.text.segment"] * n_seg
+                         + ["transcript.text.done"])
+        whole = json.loads(transcribe(self.server.base, self.audio, response_format="diarized_json")[2])
+        self.assertEqual([e for e in events if e["type"] == "transcript.text.segment"], whole["segments"])
+        self.assertEqual(events[-1]["text"], whole["text"])
+
+    def test_errors(self):
+        base = self.server.base
+        body, ctype = multipart({"response_format": "diarized_json"}, {"file": ("c.wav", self.audio)})
+        code, _, out = request(base, "/v1/audio/translations", body, ctype)
+        self.assertEqual(code, 400, out)
+        code, _, out = transcribe(base, self.audio, response_format="diarized_json",
+                                  extra_fields=[("known_speaker_names[]", "agent")])
+        self.assertEqual(code, 400, out)
+        self.assertIn("known speakers", json.loads(out)["error"]["message"])
+
+
 class BatchedServer(unittest.TestCase):
     """--parallel N on a model that batches: one session, concurrent requests decoded in the same steps."""
 
@@ -587,6 +653,7 @@ class ServerTest(unittest.TestCase):
         self.assert_error(transcribe(base, b"RIFF....not really audio" * 50), 400)               # undecodable
         self.assert_error(transcribe(base, b""), 400)                                            # empty upload
         self.assert_error(transcribe(base, JFK, response_format="docx"), 400)                    # bad format
+        self.assert_error(transcribe(base, JFK, response_format="diarized_json"), 400)           # no --diarize
         self.assert_error(transcribe(base, JFK, response_format="verbose_json",                   # no word times
                                      extra_fields=[("timestamp_granularities[]", "word")]), 400)
         # Found by fuzz_server: an error message echoing invalid UTF-8 from the form was a 500.

@@ -4,6 +4,7 @@
 #include "read_guard.h"
 #include "server.h"
 
+#include "../common/diarize_option.h"
 #include "../common/draft_option.h"
 #include "../common/vad_options.h"
 
@@ -63,10 +64,13 @@ int main(int argc, char ** argv) {
     vad.add_to(app);
     transcribe_tools::DraftOption draft;
     draft.add_to(app);
+    transcribe_tools::DiarizeOption diarize;
+    diarize.add_to(app);
     CLI11_PARSE(app, argc, argv);
 
-    // Freed after the state: the sessions (which run it) go first.
+    // Freed after the state: the sessions (which run them) go first.
     std::unique_ptr<transcribe_model, void (*)(transcribe_model *)> draft_model(nullptr, transcribe_model_free);
+    std::unique_ptr<transcribe_diarizer, void (*)(transcribe_diarizer *)> diarizer(nullptr, transcribe_diarizer_free);
     ServerState st;
     if (api_key.empty() && std::getenv("TRANSCRIBE_API_KEY")) {
         api_key = std::getenv("TRANSCRIBE_API_KEY");
@@ -90,6 +94,16 @@ int main(int argc, char ** argv) {
     }
     draft_model.reset(loaded_draft);
     st.draft      = loaded_draft;
+    transcribe_run_params diarize_rp = transcribe_run_params_init();
+    transcribe_diarizer * loaded_diarizer = nullptr;
+    if (!diarize.load(threads, diarize_rp, &loaded_diarizer, &draft_error)) {
+        std::fprintf(stderr, "transcribe-server: error: %s\n", draft_error.c_str());
+        transcribe_model_free(st.model);
+        return 1;
+    }
+    diarizer.reset(loaded_diarizer);
+    st.diarizer       = loaded_diarizer;
+    st.diarize_params = diarize_rp.diarize_params;
     st.vad_params = vad.params;
     if (!vad.load(&st.vad)) {
         std::fprintf(stderr, "transcribe-server: error: VAD model: %s\n", transcribe_last_error());

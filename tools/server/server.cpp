@@ -3,6 +3,7 @@
 #include "../common/formats.h"
 #include "../common/text_stream.h"
 #include "connection_watch.h"
+#include "openai_formats.h"
 #include "read_guard.h"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,6 @@
 #include <thread>
 
 using namespace transcribe_tools;
-using json = nlohmann::ordered_json;
 
 namespace transcribe_server {
 
@@ -151,19 +151,6 @@ std::string unsupported_container(const std::string & b) {
     return "";
 }
 
-std::string trimmed(const std::string & s) {
-    const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
-    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
-json words_json(const std::vector<OutputWord> & words) {
-    json a = json::array();
-    for (const OutputWord & w : words) {
-        a.push_back({{"word", w.text}, {"start", w.t0_ms / 1000.0}, {"end", w.t1_ms / 1000.0}});
-    }
-    return a;
-}
-
 // What a transcription request asks for beyond its audio and format.
 struct RunRequest {
     std::string language;        // "" = the model's
@@ -171,6 +158,7 @@ struct RunRequest {
     bool        draft     = true;  // with the server's draft model, where it has one
     bool        timestamps = false; // words asked of a model that times them only when asked
     int         beam_size = 0;
+    bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
 };
 
 // What every transcription request runs with; R must outlive the run.
@@ -184,11 +172,11 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.vad            = st.vad;
     rp.vad_params     = st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
+    if (r.diarize) {
+        rp.diarizer       = st.diarizer;
+        rp.diarize_params = st.diarize_params;
+    }
     return rp;
-}
-
-std::string sse_event(const json & data) {
-    return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
 
 // OpenAI's streaming transcription: a text/event-stream of transcript.text.delta events as tokens are
@@ -256,7 +244,12 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
         runner.join();
         std::string e;
         if (status == TRANSCRIBE_OK || status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-            e = sse_event({{"type", "transcript.text.done"}, {"text", trimmed(transcribe_result_text(result))}});
+            if (job->request.diarize) { // diarized_json: every speaker segment once the transcript is whole
+                for (const json & seg : diarized_segments(output_from_result(result))) {
+                    e += sse_event(seg);
+                }
+            }
+            e += sse_event({{"type", "transcript.text.done"}, {"text", trimmed(transcribe_result_text(result))}});
             ++st.served;
         } else {
             st.aborted += status == TRANSCRIBE_ERR_ABORTED;
@@ -283,11 +276,24 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         return;
     }
     const std::string format_name = form_field(req, "response_format", "json");
-    const bool verbose = format_name == "verbose_json";
+    const bool verbose = format_name == "verbose_json", diarized = format_name == "diarized_json";
     Format format = Format::Json;
-    if (!verbose && format_name != "text" && !parse_format(format_name, &format)) {
-        send_error(res, 400, "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json)",
+    if (!verbose && !diarized && format_name != "text" && !parse_format(format_name, &format)) {
+        send_error(res, 400,
+                   "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json, diarized_json)",
                    "response_format");
+        return;
+    }
+    if (diarized && (translate || !st.diarizer)) {
+        send_error(res, 400,
+                   translate ? std::string("diarized_json is a transcription format (not for translations)")
+                             : "diarized_json needs a diarizer: start the server with --diarize SORTFORMER.gguf",
+                   "response_format");
+        return;
+    }
+    if (!form_values(req, "known_speaker_names").empty() || !form_values(req, "known_speaker_references").empty()) {
+        send_error(res, 400, "known speakers are not supported: speakers are labelled A, B, ... in order of arrival",
+                   "known_speaker_names");
         return;
     }
     bool want_words = false, want_segments = true;
@@ -313,14 +319,16 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         }
     }
     const bool stream = form_field(req, "stream", "false") == "true";
-    if (stream && (verbose || !granularities.empty() || (format_name != "json" && format_name != "text"))) {
-        send_error(res, 400, "stream: true takes response_format json or text (and no timestamp_granularities)", "stream");
+    if (stream && (verbose || !granularities.empty() || (format_name != "json" && format_name != "text" && !diarized))) {
+        send_error(res, 400, "stream: true takes response_format json, text or diarized_json (and no timestamp_granularities)",
+                   "stream");
         return;
     }
     RunRequest request;
     request.language = form_field(req, "language", "");
     request.target_language = translate ? form_field(req, "target_language", "en") : "";
     request.timestamps      = want_words && st.info.timestamp_prompt;
+    request.diarize         = diarized;
     // Our extension: beam_size=N (models with beam search).
     const std::string beam = form_field(req, "beam_size", "0");
     if (beam.empty() || beam.size() > 2 || beam.find_first_not_of("0123456789") != std::string::npos || std::stoi(beam) > 8) {
@@ -385,23 +393,12 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     transcribe_result_free(result);
     ++st.served;
     if (verbose) {
-        json segs = json::array();
-        for (size_t i = 0; i < out.segments.size(); ++i) {
-            const OutputSegment & s = out.segments[i];
-            segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", trimmed(s.text)},
-                            {"tokens", s.tokens}, {"truncated", s.truncated}});
-        }
         const std::string spoken = request.language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : request.language;
-        json j = {{"task", translate ? "translate" : "transcribe"},
-                  {"language", translate ? request.target_language : spoken},
-                  {"duration", duration}, {"text", trimmed(out.text)}};
-        if (want_segments) {
-            j["segments"] = segs;
-        }
-        if (want_words) {
-            j["words"] = words_json(out.words);
-        }
+        const json j = verbose_json(out, translate ? "translate" : "transcribe", translate ? request.target_language : spoken,
+                                    duration, want_segments, want_words);
         res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    } else if (diarized) {
+        res.set_content(diarized_json(out, duration).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     } else if (format_name == "text") {
         res.set_content(render(out, Format::Txt, nullptr, st.info.name), "text/plain; charset=utf-8");
     } else if (format == Format::Srt || format == Format::Vtt) {

@@ -20,6 +20,8 @@ struct ServerState {
     transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request
     transcribe_vad_params        vad_params = transcribe_vad_params_init();
     transcribe_model *           draft = nullptr; // --draft: speculative decoding (a request's draft=false opts out)
+    transcribe_diarizer *        diarizer = nullptr; // --diarize: speakers for response_format=diarized_json
+    transcribe_diarize_params    diarize_params = transcribe_diarize_params_init();
     size_t                       max_upload_bytes = 64u << 20;
     double                       max_audio_s      = 1800; // --max-audio-s: longer uploads get 413 (0: no limit)
     std::string                  api_key;     // --api-key: required as "Authorization: Bearer KEY" (not on /health)
