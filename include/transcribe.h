@@ -422,6 +422,7 @@ typedef struct transcribe_timings {
     int    n_drafted_tokens;
     int    n_accepted_tokens;
     int    n_verify_steps;
+    double diarize_ms; /* (appended) the diarizer's run (transcribe_run_params.diarizer only) */
 } transcribe_timings;
 
 /* Timings of the session's last run, summed over its pieces (load_ms is the model's). */

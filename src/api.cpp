@@ -675,6 +675,7 @@ transcribe_status transcribe_session_get_timings(const transcribe_session * sess
         out->n_drafted_tokens  = t.n_drafted;
         out->n_accepted_tokens = t.n_accepted;
         out->n_verify_steps    = t.n_verify_steps;
+        out->diarize_ms        = t.diarize_ms;
         return TRANSCRIBE_OK;
     });
 }

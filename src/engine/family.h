@@ -91,6 +91,7 @@ struct Timings {
     double mel_ms = 0, encode_ms = 0, prefill_ms = 0, decode_ms = 0;
     double vad_ms = 0; // voice-activity detection over the whole recording, when asked for
     double draft_ms = 0; // making the drafts of speculative decoding (the draft model's runs)
+    double diarize_ms = 0; // the diarizer's run over the recording (speaker-attributed transcripts)
     int    n_prefill_tokens = 0, n_decode_tokens = 0;
     int    n_decode_steps = 0; // decoder passes (with a draft, one may yield several tokens)
     int    n_drafted = 0, n_accepted = 0, n_verify_steps = 0; // draft tokens checked, kept; steps that checked any

@@ -104,12 +104,13 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
 // recurrence is a chain of small ops, where a second thread's barriers cost more than it computes,
 // bench/RESULTS.md; its time into VAD_MS, ABORT stops it), else at pauses into pieces of the window.
 PiecePlan RecordingPipeline::plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req,
-                                  const RunOptions & o, double & vad_ms, const std::function<bool()> & abort) {
+                                  const RunOptions & o, double & vad_ms, double & diarize_ms,
+                                  const std::function<bool()> & abort) {
     const ModelInfo & info = model_.info();
     const size_t window = window_samples(req);
     std::vector<SpeakerTurn> turns;
     if (per_turn(req, o)) {
-        turns = speaker_turns(req.diarize(pcm, n), n, info.sample_rate);
+        turns = speaker_turns(diarized(req, pcm, n, diarize_ms), n, info.sample_rate);
     }
     PiecePlan p;
     if (!vad) {
@@ -162,15 +163,16 @@ Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRe
         vad_    = req.new_vad();
         vad_id_ = req.vad_id;
     }
-    double vad_ms = 0;
-    const PiecePlan pieces = plan(req.new_vad ? vad_.get() : nullptr, pcm, n, req, o, vad_ms, [&] {
+    double vad_ms = 0, diarize_ms = 0;
+    const PiecePlan pieces = plan(req.new_vad ? vad_.get() : nullptr, pcm, n, req, o, vad_ms, diarize_ms, [&] {
         return (options_.abort_callback && options_.abort_callback(options_.abort_user_data)) || (o.cancelled && o.cancelled());
     });
     Transcript t = transcribe_plan(*session_, pieces, o);
-    attribute(t, pcm, n, req, o);
-    if (req.new_vad) {
-        Timings timings = session_->timings();
-        timings.vad_ms  = vad_ms;
+    attribute(t, pcm, n, req, o, diarize_ms);
+    if (req.new_vad || req.diarize) {
+        Timings timings    = session_->timings();
+        timings.vad_ms     = vad_ms;
+        timings.diarize_ms = diarize_ms;
         session_->set_timings(timings);
     }
     return t;
@@ -198,6 +200,7 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
         }
     }
     bool aborted = false;
+    double diarize_ms = 0; // of the recordings decoded together
     if (!together.empty()) {
         size_t given = 0;
         try {
@@ -217,7 +220,8 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     o.ran = true;
                     if (t) {
                         try {
-                            attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])]);
+                            attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])],
+                                      diarize_ms);
                             o.transcript = std::make_unique<Transcript>(std::move(*t));
                         } catch (...) {
                             o.error = std::current_exception();
@@ -226,6 +230,11 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                         o.error = error;
                     }
                 });
+            if (req.diarize) {
+                Timings timings    = session_->timings();
+                timings.diarize_ms = diarize_ms;
+                session_->set_timings(timings);
+            }
         } catch (...) {
             // The session's abort (or a failure of the batch itself): what has no result gets its error.
             aborted = true;
@@ -259,19 +268,28 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
     Batcher::Recording rec;
     rec.options = prepare(pcm, n, req);
     std::unique_ptr<SpeechDetector> vad = req.new_vad ? req.new_vad() : nullptr;
-    double vad_ms = 0;
+    double vad_ms = 0, diarize_ms = 0;
     const RunOptions o = rec.options;
-    rec.plan = plan(vad.get(), pcm, n, req, o, vad_ms, [&] { return rec.options.cancelled && rec.options.cancelled(); });
+    rec.plan = plan(vad.get(), pcm, n, req, o, vad_ms, diarize_ms,
+                    [&] { return rec.options.cancelled && rec.options.cancelled(); });
     Transcript t = batcher.run(std::move(rec));
-    attribute(t, pcm, n, req, o);
+    attribute(t, pcm, n, req, o, diarize_ms);
     return t;
 }
 
 void RecordingPipeline::attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req,
-                                  const RunOptions & o) const {
+                                  const RunOptions & o, double & diarize_ms) const {
     if (req.diarize && !per_turn(req, o)) {
-        attribute_speakers(t, req.diarize(pcm, n));
+        attribute_speakers(t, diarized(req, pcm, n, diarize_ms));
     }
+}
+
+std::vector<SpeakerSegment> RecordingPipeline::diarized(const RecordingRequest & req, const float * pcm, size_t n,
+                                                        double & diarize_ms) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<SpeakerSegment> segments = req.diarize(pcm, n);
+    diarize_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return segments;
 }
 
 } // namespace transcribe

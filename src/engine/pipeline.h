@@ -69,10 +69,14 @@ private:
     RunOptions prepare(const float * pcm, size_t n, const RecordingRequest & req);
     size_t     window_samples(const RecordingRequest & req) const;
     PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
-                    double & vad_ms, const std::function<bool()> & abort);
+                    double & vad_ms, double & diarize_ms, const std::function<bool()> & abort);
     bool       per_turn(const RecordingRequest & req, const RunOptions & o) const;
     // The transcript's words' speakers where the request asks for them (word-timed models).
-    void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o) const;
+    void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
+                   double & diarize_ms) const;
+    // The diarizer's segments of the recording, its time added to DIARIZE_MS.
+    static std::vector<SpeakerSegment> diarized(const RecordingRequest & req, const float * pcm, size_t n,
+                                                double & diarize_ms);
     std::vector<int32_t> draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
                                   const std::function<bool()> & cancelled);
 

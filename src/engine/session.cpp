@@ -13,6 +13,7 @@ void add_timings(Timings & total, const Timings & t) {
     total.n_prefill_tokens += t.n_prefill_tokens;
     total.n_decode_tokens += t.n_decode_tokens;
     total.draft_ms += t.draft_ms;
+    total.diarize_ms += t.diarize_ms;
     total.n_decode_steps += t.n_decode_steps;
     total.n_drafted += t.n_drafted;
     total.n_accepted += t.n_accepted;

@@ -2,6 +2,7 @@
 // (or on --batch N copies of it decoded together).
 #include "transcribe.h"
 
+#include "../common/diarize_option.h"
 #include "../common/draft_option.h"
 #include "../common/task_options.h"
 #include "../common/tool_errors.h"
@@ -84,6 +85,8 @@ int main(int argc, char ** argv) {
         ->excludes("--draft");
     transcribe_tools::VadOptions vad;
     vad.add_to(app);
+    transcribe_tools::DiarizeOption diarize_option;
+    diarize_option.add_to(app);
     CLI11_PARSE(app, argc, argv);
     transcribe_log_set(quiet, nullptr);
 
@@ -156,13 +159,18 @@ int main(int argc, char ** argv) {
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
     task.apply(rp);
+    transcribe_diarizer * diarizer = nullptr;
+    std::string diarize_error;
+    if (!diarize_option.load(threads, rp, &diarizer, &diarize_error)) {
+        return transcribe_tools::tool_error("transcribe-bench", diarize_error);
+    }
 
     if (batch > 1 && transcribe_session_batch_size(session) < batch) {
         return transcribe_tools::tool_error("transcribe-bench", std::string("--batch: model ") + info.name + " (" +
                                             info.architecture + ") decodes one recording at a time");
     }
 
-    std::vector<double> vad_t, draft_t, mel, enc, pre, dec, pre_tps, dec_tps, agg_tps, total;
+    std::vector<double> diar_t, vad_t, draft_t, mel, enc, pre, dec, pre_tps, dec_tps, agg_tps, total;
     int n_prefill = 0, n_decode = 0;
     transcribe_timings last {};
     std::vector<int32_t> tokens; // the first recording's ids, last run
@@ -190,6 +198,7 @@ int main(int argc, char ** argv) {
         transcribe_timings t;
         transcribe_session_get_timings(session, &t);
         vad_t.push_back(t.vad_ms);
+        diar_t.push_back(t.diarize_ms);
         draft_t.push_back(t.draft_ms);
         last = t;
         mel.push_back(t.mel_ms);
@@ -200,12 +209,12 @@ int main(int argc, char ** argv) {
         // Per sequence: each of the batch's sequences got a token per step.
         dec_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / batch / t.decode_ms : 0);
         agg_tps.push_back(t.decode_ms > 0 ? 1000.0 * t.n_decode_tokens / t.decode_ms : 0);
-        total.push_back(t.vad_ms + t.draft_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
+        total.push_back(t.diarize_ms + t.vad_ms + t.draft_ms + t.mel_ms + t.encode_ms + t.prefill_ms + t.decode_ms);
         n_prefill = t.n_prefill_tokens / batch;
         n_decode  = t.n_decode_tokens / batch;
     }
     const double audio_s = double(audio.n_samples) / info.sample_rate * batch;
-    const Stat sdr = stat_of(draft_t);
+    const Stat sdr = stat_of(draft_t), sdi = stat_of(diar_t);
     const Stat sv = stat_of(vad_t), sm = stat_of(mel), se = stat_of(enc), sp_ = stat_of(pre), sd = stat_of(dec), stot = stat_of(total);
     const Stat spt = stat_of(pre_tps), sdt = stat_of(dec_tps), sat = stat_of(agg_tps);
     const double x_rt = stot.median > 0 ? audio_s / (stot.median / 1000.0) : 0;
@@ -234,6 +243,9 @@ int main(int argc, char ** argv) {
         if (vad_model) {
             j["vad_ms"] = sv.median;
         }
+        if (diarizer) {
+            j["diarize_ms"] = sdi.median;
+        }
         if (drafted) {
             // Counts of the last timed run (every run decodes the same ids, so the same counts).
             j["draft_ms"]        = sdr.median;
@@ -252,6 +264,9 @@ int main(int argc, char ** argv) {
         std::printf("%-9s %9s %9s %9s\n", "stage", "median", "min", "max");
         if (vad_model) {
             std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "vad", sv.median, sv.min, sv.max);
+        }
+        if (diarizer) {
+            std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "diarize", sdi.median, sdi.min, sdi.max);
         }
         if (drafted) {
             std::printf("%-9s %9.1f %9.1f %9.1f ms\n", "draft", sdr.median, sdr.min, sdr.max);
@@ -281,5 +296,6 @@ int main(int argc, char ** argv) {
     transcribe_vad_model_free(vad_model);
     transcribe_model_free(draft);
     transcribe_model_free(model);
+    transcribe_diarizer_free(diarizer);
     return 0;
 }

@@ -177,3 +177,22 @@ def test_canary_task_keys_reach_the_model(paths, tmp_path):
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert [g.get("pred_text") for g in got[:3]] == want
     assert "en, de, es, fr" in got[3]["error"]
+
+
+def test_diarize_gives_the_cli_s_speakers(paths, tmp_path):
+    """--diarize: each line's segments and words carry the CLI --diarize run's speakers."""
+    parakeet = paths["models"] / "parakeet-tdt-tiny-f32.gguf"
+    diarizer = paths["models"] / "sortformer-tiny-f32.gguf"
+    wav = paths["root"] / "tests" / "fixtures" / "sortformer-tiny" / "audio" / "conv2_budget.wav"
+    man = tmp_path / "in.jsonl"
+    man.write_text(json.dumps({"audio_filepath": str(wav)}) + "\n")
+    want = json.loads(subprocess.run([str(paths["cli"]), "-m", str(parakeet), "--json", "--timestamps", "word",
+                                      "--diarize", str(diarizer), str(wav)], capture_output=True, timeout=60).stdout)
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "transcribe.batch", "--model", str(parakeet), "--manifest", str(man),
+                        "--out", str(out), "--workers", "1", "--diarize", str(diarizer)],
+                       capture_output=True, text=True, env=env(paths), timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(out.read_text())
+    assert [s["speaker"] for s in got["segments"]] == [s["speaker"] for s in want["segments"]]
+    assert [w["speaker"] for w in got["words"]] == [w["speaker"] for w in want["words"]]

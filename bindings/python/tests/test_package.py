@@ -150,3 +150,25 @@ def test_canary_aed_tasks_are_nemos(paths):
         model.transcribe(audio, language="xx")
     assert "en, de, es, fr" in str(e.value)
     model.close()
+
+
+def test_diarize_gives_the_cli_s_speakers(paths):
+    """diarize= with the Sortformer fixture model: segments and words carry the CLI --diarize run's speakers
+    (Parakeet: each word; Canary-Qwen: turn by turn); the timings count the diarizer."""
+    diarizer = paths["models"] / "sortformer-tiny-f32.gguf"
+    audio = paths["root"] / "tests" / "fixtures" / "sortformer-tiny" / "audio" / "conv2_budget.wav"
+    for name, extra in (("parakeet-tdt-tiny-f32.gguf", {}), ("canary-qwen-tiny-f32.gguf", {"max_new_tokens": 4})):
+        model = transcribe.Model(paths["models"] / name, threads=2)
+        flags = ["--max-new-tokens", "4"] if extra else []
+        want = cli_json(paths, model_path(paths, name), audio, "--diarize", str(diarizer), "--timestamps",
+                        "word" if model.word_timestamps else "segment", *flags)
+        got = model.transcribe(audio, diarize=diarizer, **extra)
+        assert [f"speaker_{s.speaker}" for s in got.segments] == [s["speaker"] for s in want["segments"]], name
+        assert [s.text.strip() for s in got.segments] == [s["text"].strip() for s in want["segments"]], name
+        assert [f"speaker_{w.speaker}" for w in got.words] == [w["speaker"] for w in want.get("words", [])], name
+        assert len({s.speaker for s in got.segments}) > 1
+        assert got.timings["diarize_ms"] > 0
+        with pytest.raises(transcribe.TranscribeError) as err:
+            model.transcribe(audio, diarize=diarizer, diarize_postprocessing="/nonexistent.yaml")
+        assert err.value.status == "FILE_NOT_FOUND"
+        model.close()

@@ -61,6 +61,7 @@ class Word:
     word: str
     t0_ms: int
     t1_ms: int
+    speaker: int = -1  # with diarize=: the diarizer's speaker index (0 speaks first)
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Segment:
     tokens: list
     truncated: bool = False
     words: list = field(default_factory=list)
+    speaker: int = -1  # with diarize=: the diarizer's speaker index (0 speaks first)
 
 
 @dataclass
@@ -87,7 +89,7 @@ def _words(r, segment: int) -> list:
     out, w = [], N.Word()
     for i in range(N.result_n_words(r, segment)):
         _check(N.get_word(r, segment, i, ctypes.byref(w)))
-        out.append(Word(w.text.decode("utf-8", "replace"), w.t0_ms, w.t1_ms))
+        out.append(Word(w.text.decode("utf-8", "replace"), w.t0_ms, w.t1_ms, w.speaker))
     return out
 
 
@@ -96,7 +98,7 @@ def _result(r, timings: N.Timings) -> Result:
         return [p[i] for i in range(n)]
     segments = [Segment(N.segment_t0(r, i), N.segment_t1(r, i), N.segment_text(r, i).decode("utf-8", "replace"),
                         ids(N.segment_tokens(r, i), N.segment_n_tokens(r, i)), bool(N.segment_truncated(r, i)),
-                        _words(r, i))
+                        _words(r, i), N.segment_speaker(r, i))
                 for i in range(N.result_n_segments(r))]
     return Result(text=N.result_text(r).decode("utf-8", "replace"), segments=segments, words=_words(r, -1),
                   tokens=ids(N.result_tokens(r), N.result_n_tokens(r)),
@@ -122,6 +124,7 @@ class Model:
         self._lock = threading.Lock()
         self._vad = {}
         self._drafts = {}  # draft models loaded here by path, freed after the sessions that ran them
+        self._diarizers = {}  # diarizers loaded here by path
         info = N.ModelInfo()
         _check(N.model_get_info(handle, ctypes.byref(info)))
         self.architecture = info.architecture.decode()
@@ -170,11 +173,21 @@ class Model:
                 self._drafts[key] = h
             return self._drafts[key]
 
+    def _diarizer(self, path):
+        with self._lock:
+            key = str(path)
+            if key not in self._diarizers:
+                h = ctypes.c_void_p()
+                _check(N.diarizer_load(key.encode(), self._threads, ctypes.byref(h)))
+                self._diarizers[key] = h
+            return self._diarizers[key]
+
     def transcribe(self, audio: Union[str, Path, Sequence[float]], sample_rate: int = 16000,
                    max_new_tokens: int = 256, vad: Optional[Union[str, Path]] = None,
                    language: Optional[str] = None, draft: Optional[Union[str, Path, "Model"]] = None,
                    translate_to: Optional[str] = None, beam_size: int = 0, punctuation: bool = True,
-                   timestamps: bool = False) -> Result:
+                   timestamps: bool = False, diarize: Optional[Union[str, Path]] = None,
+                   diarize_postprocessing: Optional[Union[str, Path]] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -182,7 +195,10 @@ class Model:
         (models whose .beam_search is true; 0: greedy); punctuation: False asks for text without
         punctuation and capitals; timestamps: ask the model for its own word times (.timestamp_prompt).
         draft: speculative decoding (models whose .speculative is true) with a faster model's transcript
-        (a GGUF path, loaded once, or an open Model, kept open by this one): the same result, sooner."""
+        (a GGUF path, loaded once, or an open Model, kept open by this one): the same result, sooner.
+        diarize: a Sortformer GGUF (loaded once): each segment and word gets .speaker (word-timed models:
+        each word the speaker over most of it; others: transcribed speaker turn by turn);
+        diarize_postprocessing: NeMo's post-processing YAML for its segments."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -204,6 +220,10 @@ class Model:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:
                 rp.draft = self._draft_model(draft)
+            if diarize is not None:
+                rp.diarizer = self._diarizer(diarize)
+                if diarize_postprocessing is not None:
+                    _check(N.diarize_params_from_yaml(str(diarize_postprocessing).encode(), ctypes.byref(rp.diarize_params)))
             session, r = self._session(), ctypes.c_void_p()
             status = N.run(session, a.samples, a.n_samples, ctypes.byref(rp), ctypes.byref(r))
         finally:
@@ -228,8 +248,10 @@ class Model:
         for d in self._drafts.values():
             if not isinstance(d, Model):  # another Model's weights stay its own to free
                 N.model_free(d)
+        for d in self._diarizers.values():
+            N.diarizer_free(d)
         N.model_free(self._handle)
-        self._handle, self._sessions, self._vad, self._drafts = None, [], {}, {}
+        self._handle, self._sessions, self._vad, self._drafts, self._diarizers = None, [], {}, {}, {}
 
     def __enter__(self):
         return self

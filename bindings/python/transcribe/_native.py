@@ -70,7 +70,7 @@ class Timings(ctypes.Structure):
     _fields_ = [("load_ms", c_double), ("mel_ms", c_double), ("encode_ms", c_double), ("prefill_ms", c_double),
                 ("decode_ms", c_double), ("n_prefill_tokens", c_int), ("n_decode_tokens", c_int),
                 ("vad_ms", c_double), ("draft_ms", c_double), ("n_decode_steps", c_int),
-                ("n_drafted_tokens", c_int), ("n_accepted_tokens", c_int), ("n_verify_steps", c_int)]
+                ("n_drafted_tokens", c_int), ("n_accepted_tokens", c_int), ("n_verify_steps", c_int), ("diarize_ms", c_double)]
 
 
 class Word(ctypes.Structure):
@@ -142,4 +142,9 @@ segment_tokens = _fn("transcribe_result_segment_tokens", P(c_int32), c_void_p, c
 result_n_words = _fn("transcribe_result_n_words", c_int, c_void_p, c_int)
 get_word = _fn("transcribe_get_word", c_int, c_void_p, c_int, c_int, P(Word))
 result_free = _fn("transcribe_result_free", None, c_void_p)
+diarize_params_init = _fn("transcribe_diarize_params_init", DiarizeParams)
+diarize_params_from_yaml = _fn("transcribe_diarize_params_from_yaml", c_int, c_char_p, P(DiarizeParams))
+diarizer_load = _fn("transcribe_diarizer_load", c_int, c_char_p, c_int, P(c_void_p))
+diarizer_free = _fn("transcribe_diarizer_free", None, c_void_p)
+segment_speaker = _fn("transcribe_result_segment_speaker", c_int, c_void_p, c_int)
 session_get_timings = _fn("transcribe_session_get_timings", c_int, c_void_p, P(Timings))

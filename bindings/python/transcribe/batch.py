@@ -2,13 +2,14 @@
 
     python3 -m transcribe.batch --model M.gguf --manifest IN.jsonl --out OUT.jsonl
         [--scheduler ADDRESS] [--workers N] [--threads-per-worker T] [--timestamps] [--resume]
-        [--vad VAD.gguf] [--draft DRAFT.gguf]
+        [--vad VAD.gguf] [--draft DRAFT.gguf] [--diarize SORTFORMER.gguf]
 
 IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are taken from the manifest's
 folder first), optionally `duration` and `text`, and NeMo's Canary task keys `source_lang` (the speech's
 language), `target_lang` (the text's: another one translates) and `pnc` ("yes"/"no": punctuation and
 capitals), for models with a task prompt. Every output line keeps its input fields and adds
-`pred_text` (and `segments` / `words` with --timestamps); a file that fails gets an `error` field
+`pred_text` (and `segments` / `words` with --timestamps; with --diarize each of them has `speaker`,
+"speaker_<k>" as NeMo names them, and --timestamps is implied); a file that fails gets an `error` field
 instead, never a lost line. Lines come out in input order, written as soon as their turn comes, so
 --resume skips what OUT already holds. Without --scheduler a local cluster of N worker processes
 starts here; with one, that cluster's workers are used (each must be able to import this package and
@@ -34,14 +35,16 @@ class ModelPlugin:
 
     name = PLUGIN_NAME
 
-    def __init__(self, model: str, threads: int, max_new_tokens: int, vad: str | None, draft: str | None = None):
+    def __init__(self, model: str, threads: int, max_new_tokens: int, vad: str | None, draft: str | None = None,
+                 diarize: str | None = None):
         self.model, self.threads, self.max_new_tokens, self.vad = model, threads, max_new_tokens, vad
-        self.draft = draft
+        self.draft, self.diarize = draft, diarize
 
     def setup(self, worker):
         from . import Model
         worker.transcribe_model = Model(self.model, threads=self.threads)
-        worker.transcribe_options = {"max_new_tokens": self.max_new_tokens, "vad": self.vad, "draft": self.draft}
+        worker.transcribe_options = {"max_new_tokens": self.max_new_tokens, "vad": self.vad, "draft": self.draft,
+                                     "diarize": self.diarize}
 
     def teardown(self, worker):
         model = getattr(worker, "transcribe_model", None)
@@ -73,9 +76,14 @@ def transcribe_entry(path: str, timestamps: bool, task: dict | None = None) -> d
     except TranscribeError as exc:
         return {"error": str(exc)}
     out = {"pred_text": r.text.strip()}
-    if timestamps:
-        out["segments"] = [{"t0_ms": s.t0_ms, "t1_ms": s.t1_ms, "text": s.text.strip()} for s in r.segments]
-        out["words"] = [{"word": w.word, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms} for w in r.words]
+    diarized = worker.transcribe_options.get("diarize") is not None
+    if timestamps or diarized:
+        def who(item, fields):
+            if diarized and item.speaker >= 0:
+                fields["speaker"] = f"speaker_{item.speaker}"
+            return fields
+        out["segments"] = [who(s, {"t0_ms": s.t0_ms, "t1_ms": s.t1_ms, "text": s.text.strip()}) for s in r.segments]
+        out["words"] = [who(w, {"word": w.word, "t0_ms": w.t0_ms, "t1_ms": w.t1_ms}) for w in r.words]
     return out
 
 
@@ -137,6 +145,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--vad", help="a Silero VAD GGUF: speech-aware long audio")
     ap.add_argument("--draft", help="speculative decoding: a faster model's GGUF drafts each file (same text, sooner)")
+    ap.add_argument("--diarize", help="a Sortformer GGUF: speakers on every segment and word (implies --timestamps)")
     a = ap.parse_args(argv)
 
     from distributed import Client, LocalCluster, as_completed
@@ -157,7 +166,8 @@ def main(argv=None) -> int:
         client = Client(cluster)
     try:
         draft = str(Path(a.draft).resolve()) if a.draft else None
-        client.register_worker_plugin(ModelPlugin(model, a.threads_per_worker, a.max_new_tokens, a.vad, draft),
+        diarize = str(Path(a.diarize).resolve()) if a.diarize else None
+        client.register_worker_plugin(ModelPlugin(model, a.threads_per_worker, a.max_new_tokens, a.vad, draft, diarize),
                                       name=PLUGIN_NAME)
         futures, results = {}, {}
         for i in range(start, len(rows)):
