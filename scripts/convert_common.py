@@ -130,8 +130,15 @@ def nemo_encoder_hparams(pre: dict, enc: dict, where: str) -> dict:
                                f"{enc.get('self_attention_model')}, subsampling={enc.get('subsampling')})")
         if enc.get("subsampling_factor") != 8:
             raise ConvertError(f"{where}: unsupported subsampling_factor {enc.get('subsampling_factor')}")
-        if pre.get("normalize") != "per_feature":
-            raise ConvertError(f"{where}: unsupported mel normalisation {pre.get('normalize')}")
+        # FilterbankFeatures: "per_feature" normalises; a falsy value or one normalize_batch does not know
+        # ("NA", as diar_streaming_sortformer_4spk-v2 has) leaves the log-mel as it is.
+        normalize = pre.get("normalize")
+        if normalize == "per_feature":
+            mel_normalize = "per_feature"
+        elif not normalize or normalize in ("NA", "none", "None"):
+            mel_normalize = "none"
+        else:
+            raise ConvertError(f"{where}: unsupported mel normalisation {normalize}")
         if list(enc.get("att_context_size", [-1, -1])) != [-1, -1]:
             raise ConvertError(f"{where}: limited attention context {enc.get('att_context_size')} is not supported")
         if enc.get("conv_norm_type", "batch_norm") != "batch_norm":
@@ -145,6 +152,7 @@ def nemo_encoder_hparams(pre: dict, enc: dict, where: str) -> dict:
             "win_length": int(round(pre["window_size"] * sr)),
             "hop_length": int(round(pre["window_stride"] * sr)),
             "n_mels": int(pre["features"]),
+            "normalize": mel_normalize,
             "d_model": int(enc["d_model"]),
             "n_layers": int(enc["n_layers"]),
             "n_heads": int(enc["n_heads"]),
@@ -168,6 +176,8 @@ def add_frontend_keys(w, hp: dict) -> None:
     w.add_float32("mel.preemph", 0.97)
     w.add_float32("mel.log_guard", 2.0 ** -24)
     w.add_float32("mel.norm_eps", 1e-5)
+    if hp.get("normalize", "per_feature") != "per_feature":  # absent: per_feature (every file before this key)
+        w.add_string("mel.normalize", hp["normalize"])
     w.add_uint32("encoder.n_layers", hp["n_layers"])
     w.add_uint32("encoder.d_model", hp["d_model"])
     w.add_uint32("encoder.n_heads", hp["n_heads"])

@@ -19,6 +19,12 @@
                       inner 4096, max length 1024, 5248 vocabulary rows): ~3.6 GB
       --preset small  toy sizes
     The config and the aggregate tokenizer are the bundled canary-aed-tiny fixture's, dimensions changed.
+  --family sortformer: F32 weights, OUT/model.nemo (SortformerEncLabelModel)
+      --preset full   nvidia/diar_streaming_sortformer_4spk-v2's shapes (128 mels, normalize NA, encoder 17 x 512
+                      with biases, 8 heads, projection to 192, Transformer encoder 18 x 192, inner 768, 8 heads,
+                      4 speakers, streaming_mode true): ~0.5 GB
+      --preset small  toy sizes
+    The config is the bundled sortformer-tiny fixture's, dimensions changed.
 Tensors are generated and written one at a time, so memory stays at one tensor (chunked for the embedding).
 """
 
@@ -426,9 +432,71 @@ def write_canary_aed(out: Path, preset: str, seed: int) -> None:
     print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
 
 
+# ----------------------------------------------------------------------------- Sortformer
+
+SORTFORMER_PRESETS = {
+    "full": dict(d_model=512, layers=17, heads=8, sub_channels=256, n_mels=128, conv_kernel=9, tf_hidden=192,
+                 tf_layers=18, tf_inner=768, tf_heads=8, spks=4),
+    "small": dict(d_model=64, layers=2, heads=4, sub_channels=16, n_mels=128, conv_kernel=9, tf_hidden=32,
+                  tf_layers=2, tf_inner=64, tf_heads=4, spks=4),
+}
+SORTFORMER_FIXTURE = ROOT / "tests" / "fixtures" / "sortformer-tiny" / "model.nemo"
+
+
+def sortformer_tensors(p: dict, rng):
+    """(NeMo name, float32 array): the encoder with biases, the projection, the post-LN Transformer encoder
+    and the speaker head (hidden_to_spks too: every checkpoint has it, inference does not use it)."""
+    D, H, I, S = p["d_model"], p["tf_hidden"], p["tf_inner"], p["spks"]
+    normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
+    yield from nemo_encoder_tensors(p, rng, use_bias=True)
+    m = "sortformer_modules."
+    yield m + "hidden_to_spks.weight", normal((S, 2 * H), (2 * H) ** -0.5)
+    yield m + "hidden_to_spks.bias", normal((S,), 0.02)
+    yield m + "first_hidden_to_hidden.weight", normal((H, H), H ** -0.5)
+    yield m + "first_hidden_to_hidden.bias", normal((H,), 0.02)
+    yield m + "single_hidden_to_spks.weight", normal((S, H), H ** -0.5)
+    yield m + "single_hidden_to_spks.bias", normal((S,), 0.02)
+    yield m + "encoder_proj.weight", normal((H, D), D ** -0.5)
+    yield m + "encoder_proj.bias", normal((H,), 0.02)
+    for i in range(p["tf_layers"]):
+        L = f"transformer_encoder.layers.{i}."
+        for k in (1, 2):
+            yield L + f"layer_norm_{k}.weight", 1.0 + normal((H,), 0.1)
+            yield L + f"layer_norm_{k}.bias", normal((H,), 0.02)
+        for net in ("query_net", "key_net", "value_net", "out_projection"):
+            yield L + f"first_sub_layer.{net}.weight", normal((H, H), H ** -0.5)
+            yield L + f"first_sub_layer.{net}.bias", normal((H,), 0.02)
+        yield L + "second_sub_layer.dense_in.weight", normal((I, H), H ** -0.5)
+        yield L + "second_sub_layer.dense_in.bias", normal((I,), 0.02)
+        yield L + "second_sub_layer.dense_out.weight", normal((H, I), I ** -0.5)
+        yield L + "second_sub_layer.dense_out.bias", normal((H,), 0.02)
+
+
+def write_sortformer(out: Path, preset: str, seed: int) -> None:
+    from nemo_archive import NemoArchive, write_nemo, write_torch_checkpoint
+    import yaml
+    p = SORTFORMER_PRESETS[preset]
+    tmp = out / "parts"
+    tmp.mkdir(parents=True, exist_ok=True)
+    cfg = NemoArchive(SORTFORMER_FIXTURE).config
+    cfg["model_defaults"].update(fc_d_model=p["d_model"], tf_d_model=p["tf_hidden"])
+    cfg["preprocessor"].update(features=p["n_mels"], normalize="NA")
+    cfg["encoder"].update(n_layers=p["layers"], d_model=p["d_model"], n_heads=p["heads"], feat_in=p["n_mels"],
+                          subsampling_conv_channels=p["sub_channels"], conv_kernel_size=p["conv_kernel"])
+    cfg["sortformer_modules"].update(fc_d_model=p["d_model"], tf_d_model=p["tf_hidden"], num_spks=p["spks"])
+    cfg["transformer_encoder"].update(num_layers=p["tf_layers"], hidden_size=p["tf_hidden"], inner_size=p["tf_inner"],
+                                      num_attention_heads=p["tf_heads"])
+    cfg["streaming_mode"] = True
+    (tmp / "model_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    write_torch_checkpoint(tmp / "model_weights.ckpt", sortformer_tensors(p, np.random.default_rng(seed)))
+    write_nemo(out / "model.nemo", {"model_config.yaml": tmp / "model_config.yaml", "model_weights.ckpt": tmp / "model_weights.ckpt"})
+    shutil.rmtree(tmp)
+    print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed"], default="canary-qwen")
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed", "sortformer"], default="canary-qwen")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
@@ -439,6 +507,9 @@ def main() -> int:
         return 0
     if a.family == "canary-aed":
         write_canary_aed(Path(a.out), a.preset, a.seed)
+        return 0
+    if a.family == "sortformer":
+        write_sortformer(Path(a.out), a.preset, a.seed)
         return 0
     p = PRESETS[a.preset]
     out = Path(a.out)

@@ -247,10 +247,6 @@ class TorchCheckpointWriter(unittest.TestCase):
             self.assertEqual([float(state[f"t{i}"][-1]) for i in range(5)], [0.0, 1.0, 2.0, 3.0, 4.0])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 PARAKEET_CONVERTER = ROOT / "scripts" / "convert-parakeet.py"
 PARAKEET_NEMO = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
 PARAKEET_CTC_NEMO = ROOT / "tests" / "fixtures" / "parakeet-ctc-tiny" / "model.nemo"
@@ -463,3 +459,50 @@ class CanaryAedConverter(NemoConverterCase):
                 lambda name, data: data.replace(b"transf_decoder._decoder.final_layer_norm.bias",
                                                 b"transf_decoder._decoder.final_layer_norm.bixs"))
         self.expect_error(self.convert_edited(drop), "missing tensor", "final_layer_norm.bias")
+
+
+class SortformerConverter(NemoConverterCase):
+    """scripts/convert-sortformer.py: the streaming keys (NeMo's inference sizes, the model's cache constants,
+    whether it was trained for streaming) and the mel normalisation of both released configurations."""
+    CONVERTER, NEMO = ROOT / "scripts" / "convert-sortformer.py", ROOT / "tests" / "fixtures" / "sortformer-tiny" / "model.nemo"
+
+    def test_streaming_keys_and_normalisation(self):
+        r = self.convert(self.NEMO, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        field = lambda k: g.fields[k].contents()
+        self.assertEqual(field("general.architecture"), "sortformer")
+        sizes = ("spkcache_len", "fifo_len", "spkcache_update_period", "chunk_len", "chunk_left_context", "chunk_right_context")
+        self.assertEqual([field("sortformer.streaming." + k) for k in sizes], [188, 188, 144, 6, 1, 7])
+        self.assertEqual(field("sortformer.streaming.spkcache_sil_frames_per_spk"), 3)
+        self.assertAlmostEqual(field("sortformer.streaming.sil_threshold"), 0.2, places=6)
+        self.assertFalse(field("sortformer.streaming.trained"))  # v1's config: an offline model
+        self.assertNotIn("mel.normalize", g.fields)  # per_feature, the default
+        # v2's layout (the synthetic generator's: streaming_mode true, normalize NA, a cache constant changed).
+        synth = self.tmp / "v2"
+        r = subprocess.run([sys.executable, str(SYNTH), "--family", "sortformer", "--preset", "small", "--out", str(synth)],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        members = nemo_members(synth / "model.nemo")
+        import yaml
+        cfg = yaml.safe_load(members["./model_config.yaml"])
+        cfg["sortformer_modules"]["sil_threshold"] = 0.3
+        members["./model_config.yaml"] = yaml.safe_dump(cfg, sort_keys=False).encode()
+        write_nemo(self.tmp / "v2.nemo", members)
+        r = self.convert(self.tmp / "v2.nemo")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        self.assertTrue(field("sortformer.streaming.trained"))
+        self.assertEqual(field("mel.normalize"), "none")
+        self.assertEqual(field("mel.n_mels"), 128)
+        self.assertAlmostEqual(field("sortformer.streaming.sil_threshold"), 0.3, places=6)
+
+    def test_configs_it_cannot_take(self):
+        def edit(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"normalize: per_feature",
+                                                                                    b"normalize: all_features")
+        self.expect_error(self.convert_edited(edit), "unsupported mel normalisation all_features")
+
+
+if __name__ == "__main__":
+    unittest.main()

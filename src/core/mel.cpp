@@ -39,6 +39,11 @@ MelConfig mel_config_from_file(const ModelFile & file) {
     c.preemph     = file.get_f32("mel.preemph");
     c.log_guard   = file.get_f32("mel.log_guard");
     c.norm_eps    = file.get_f32("mel.norm_eps");
+    const std::string normalize = file.get_str("mel.normalize", "per_feature");
+    if (normalize != "per_feature" && normalize != "none") {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unknown mel normalisation '%s'", file.path().c_str(), normalize.c_str());
+    }
+    c.per_feature = normalize == "per_feature";
     if (c.n_fft <= 0 || c.n_fft > 1 << 16 || c.win_length <= 0 || c.win_length > c.n_fft || c.hop_length <= 0 ||
         c.n_mels <= 0 || c.n_mels > 4096 || c.sample_rate <= 0) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid mel parameters", file.path().c_str());
@@ -124,6 +129,10 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     out.data.assign(logmel.size(), 0.0f);
     for (int m = 0; m < n_mels; ++m) {
         const float * row = logmel.data() + size_t(m) * size_t(n_frames);
+        if (!cfg_.per_feature) {
+            std::copy_n(row, L, out.data.data() + size_t(m) * size_t(n_frames));
+            continue;
+        }
         double mean = 0.0;
         for (int t = 0; t < L; ++t) {
             mean += row[t];

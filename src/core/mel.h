@@ -1,6 +1,6 @@
 // NeMo's AudioToMelSpectrogramPreprocessor at inference (spec 3.1): pre-emphasis, zero-padded centred
 // STFT with the model's own window, power spectrum, the model's own filterbank, ln(x + guard),
-// per-feature normalisation over the valid frames. Configured from GGUF `mel.*` metadata so every
+// per-feature normalisation over the valid frames (or none). Configured from GGUF `mel.*` metadata so every
 // family built on NeMo's front end reuses it.
 #pragma once
 
@@ -21,6 +21,7 @@ struct MelConfig {
     float preemph     = 0.97f;
     float log_guard   = 5.9604644775390625e-08f; // 2^-24
     float norm_eps    = 1e-5f;
+    bool  per_feature = true; // NeMo's per_feature normalisation; false: the log-mel as it is ("NA")
     std::vector<float> window;     // [win_length]
     std::vector<float> filterbank; // [n_mels][n_fft / 2 + 1]
 };
