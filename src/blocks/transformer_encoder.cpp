@@ -1,5 +1,6 @@
 #include "transformer_encoder.h"
 
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
 
@@ -40,17 +41,11 @@ ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggm
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
     auto apply = [&](const Linear & l, ggml_tensor * t) { return ops::matmul(ctx, l.w, t, l.b); };
-    auto heads = [&](ggml_tensor * t) { // [H, T] -> [hd, T, nh]
-        return ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, t, hd, nh, T), 0, 2, 1, 3));
-    };
+    auto heads = [&](ggml_tensor * t) { return ggml_reshape_3d(ctx, t, hd, nh, T); }; // [H, T] -> [hd, nh, T]
     for (size_t il = 0; il < layers_.size(); ++il) {
         const Layer & l = layers_[il];
-        ggml_tensor * q  = heads(apply(l.q, x));
-        ggml_tensor * k  = heads(apply(l.k, x));
-        ggml_tensor * vt = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, apply(l.v, x), hd, nh, T), 1, 2, 0, 3)); // [T, hd, nh]
-        ggml_tensor * scores = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k, q), nullptr, scale, 0.0f); // [T keys, T, nh]
-        ggml_tensor * o = ggml_mul_mat(ctx, vt, scores);                                             // [hd, T, nh]
-        o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                                        // [hd, nh, T]
+        ggml_tensor * o = ops::self_attention(ctx, heads(apply(l.q, x)), heads(apply(l.k, x)), heads(apply(l.v, x)), scale,
+                                              l.o.w);
         x = ops::layer_norm(ctx, ggml_add(ctx, x, apply(l.o, ggml_reshape_2d(ctx, o, H, T))), l.attn_norm.w, l.attn_norm.b,
                             hp_.norm_eps);
         ggml_tensor * ff = apply(l.down, ggml_relu(ctx, apply(l.up, x)));

@@ -26,6 +26,15 @@ template <ggml_type T> QUERY_LANES_TARGET inline __m512 load16_as_f32(const void
     }
 }
 
+// The first N (< 16) values at P as F32, zeros after them; nothing past them is read.
+template <ggml_type T> QUERY_LANES_TARGET inline __m512 load_first_as_f32(const void * p, __mmask16 n) {
+    if constexpr (T == GGML_TYPE_F16) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(n, p));
+    } else {
+        return _mm512_maskz_loadu_ps(n, p);
+    }
+}
+
 // Dot products of 16 queries (QT, transposed: QT[d] holds dimension d of each) with 8 rows at once:
 // OUT[r] = SCALE * sum_d ROW[r][d] * QT[d] for r < N (all 8 rows are read: repeat one past N).
 constexpr int SCORED_ROWS = 8; // one accumulator each
@@ -65,13 +74,16 @@ QUERY_LANES_TARGET inline void softmax_lanes(float (*scores)[QUERY_LANES], int64
 }
 
 // For the lanes l < NQ: OUT(l)[0..HD) = INV[l] * sum over keys j < KEYS(l) of W[j][l] * V(j), where V(j)
-// points at key j's HD values of type T. Lanes go two at a time (16 accumulators), sharing each V row's
-// loads: KEYS(l) must cover lane l + 1's keys too, whose weights past its own must be 0.
+// points at key j's HD values of type T (HD a multiple of 8: a last half vector is loaded and stored
+// masked). Lanes go two at a time (16 accumulators), sharing each V row's loads: KEYS(l) must cover lane
+// l + 1's keys too, whose weights past its own must be 0.
 template <int HD, ggml_type T, class Keys, class ValuesOf, class OutOf>
 QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], const float * inv, int nq, Keys keys,
                                                ValuesOf values, OutOf out) {
-    constexpr int    VECS = HD / 16;
-    constexpr size_t EL   = T == GGML_TYPE_F16 ? 2 : 4;
+    static_assert(HD % 8 == 0);
+    constexpr int       VECS = (HD + 15) / 16;
+    constexpr __mmask16 LAST = HD % 16 ? __mmask16((1u << (HD % 16)) - 1) : __mmask16(0xffff);
+    constexpr size_t    EL   = T == GGML_TYPE_F16 ? 2 : 4;
     for (int l = 0; l < nq; l += 2) {
         __m512 a0[VECS], a1[VECS];
         for (int c = 0; c < VECS; ++c) {
@@ -82,7 +94,8 @@ QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], co
             const char * row = reinterpret_cast<const char *>(values(j));
             const __m512 w0 = _mm512_set1_ps(w[j][l]), w1 = _mm512_set1_ps(w[j][l + 1]);
             for (int c = 0; c < VECS; ++c) {
-                const __m512 x = load16_as_f32<T>(row + 16 * c * EL);
+                const __m512 x = c + 1 < VECS || LAST == 0xffff ? load16_as_f32<T>(row + 16 * c * EL)
+                                                                : load_first_as_f32<T>(row + 16 * c * EL, LAST);
                 a0[c] = _mm512_fmadd_ps(w0, x, a0[c]);
                 a1[c] = _mm512_fmadd_ps(w1, x, a1[c]);
             }
@@ -91,7 +104,7 @@ QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], co
             float *      y = out(l + qi);
             const __m512 s = _mm512_set1_ps(inv[l + qi]);
             for (int c = 0; c < VECS; ++c) {
-                _mm512_storeu_ps(y + 16 * c, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
+                _mm512_mask_storeu_ps(y + 16 * c, c + 1 < VECS ? __mmask16(0xffff) : LAST, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
             }
         }
     }

@@ -4,6 +4,7 @@
 
 #include "kernels/causal_attention.h"
 #include "kernels/rel_pos_attention.h"
+#include "kernels/self_attention.h"
 
 namespace transcribe {
 
@@ -86,6 +87,22 @@ ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_t
     ggml_tensor * v_t = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [T_pad, hd, H]
     ggml_tensor * o   = ggml_mul_mat(ctx, v_t, attn);                     // [hd, T, H]
     return ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));              // [hd, H, T]
+}
+
+ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale) {
+    auto by_head = [&](ggml_tensor * t) { return ggml_cont(ctx, ggml_permute(ctx, t, 0, 2, 1, 3)); }; // [hd, T, H]
+    ggml_tensor * attn = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, by_head(k), by_head(q)), nullptr, scale, 0.0f); // [T, T, H]
+    ggml_tensor * v_t  = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3));                                     // [T, hd, H]
+    ggml_tensor * o    = ggml_mul_mat(ctx, v_t, attn);                                                         // [hd, T, H]
+    return ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));                                                   // [hd, H, T]
+}
+
+ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale,
+                             const ggml_tensor * layer_weight) {
+    if (self_attention_kernel_takes(q, k, v) && in_host_memory(layer_weight)) {
+        return self_attention_op(ctx, q, k, v, scale);
+    }
+    return self_attention_ggml(ctx, q, k, v, scale);
 }
 
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,

@@ -33,6 +33,12 @@ ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
 // p_{T-1-i+j}) * scale) summed over v_j, no mask. Returns [head_dim, heads, T].
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                 ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);
+// Plain self-attention without a mask (a Transformer encoder's): q, k, v [head_dim, heads, T]; for query
+// i: softmax_j(q_i . k_j * scale) summed over v_j. Returns [head_dim, heads, T]. Our kernel runs where
+// the layer's weights (LAYER_WEIGHT, one of them) are in host memory, ggml's ops elsewhere.
+ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale,
+                             const ggml_tensor * layer_weight);
+ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale);
 // The same in ggml's own ops, for any backend: what rel_pos_attention builds where our kernel does not run.
 ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                      ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);

@@ -1,0 +1,103 @@
+#include "self_attention.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "avx512_query_lanes.h"
+#include "custom_op.h"
+
+namespace transcribe {
+
+#if TRANSCRIBE_X86_SIMD
+
+namespace {
+
+constexpr int QUERIES = QUERY_LANES; // per block: one vector lane each
+
+// One F32 operand [head_dim, heads, rows]: where row r of head h starts.
+struct Rows {
+    const char * data;
+    size_t       head_bytes, row_bytes;
+    const float * at(int64_t r, int64_t h) const {
+        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
+    }
+};
+
+Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t->data), t->nb[1], t->nb[2]}; }
+
+// Queries i0..i0+15 of head h (those below T) against all T keys.
+template <int HD>
+QUERY_LANES_TARGET void attend_block(const Rows & q, const Rows & k, const Rows & v, float * out, size_t out_head,
+                                     size_t out_row, int64_t T, int64_t h, int64_t i0, float scale) {
+    const int nq = int(std::min<int64_t>(QUERIES, T - i0));
+    alignas(64) float qt[HD][QUERIES]; // the block's queries transposed, zeros past T
+    for (int l = 0; l < QUERIES; ++l) {
+        const float * x = q.at(i0 + std::min(l, nq - 1), h);
+        for (int d = 0; d < HD; ++d) {
+            qt[d][l] = l < nq ? x[d] : 0.0f;
+        }
+    }
+    alignas(64) float scores[SELF_ATTENTION_MAX_KEYS][QUERIES];
+    for (int64_t j0 = 0; j0 < T; j0 += SCORED_ROWS) {
+        const int     nk = int(std::min<int64_t>(SCORED_ROWS, T - j0));
+        const float * row[SCORED_ROWS];
+        float *       to[SCORED_ROWS];
+        for (int r = 0; r < SCORED_ROWS; ++r) {
+            row[r] = k.at(j0 + std::min(r, nk - 1), h);
+            to[r]  = scores[j0 + std::min(r, nk - 1)];
+        }
+        score_rows<HD>(row, nk, qt, to, scale);
+    }
+    alignas(64) float inv[QUERIES];
+    softmax_lanes(scores, T, [](int64_t) { return __mmask16(0xffff); }, inv);
+    weighted_values<HD, GGML_TYPE_F32>(
+        scores, inv, nq, [&](int) { return T; }, [&](int64_t j) { return v.at(j, h); },
+        [&](int l) { return reinterpret_cast<float *>(reinterpret_cast<char *>(out) + size_t(i0 + l) * out_row + size_t(h) * out_head); });
+}
+
+// src: q, k, v. Blocks (head, 16 queries) are dealt to the threads in turn.
+template <int HD> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
+    const Rows    q = rows_of(dst->src[0]), k = rows_of(dst->src[1]), v = rows_of(dst->src[2]);
+    const int64_t heads = dst->ne[1], T = dst->ne[2], blocks = (T + QUERIES - 1) / QUERIES;
+    for (int64_t b = ith; b < heads * blocks; b += nth) {
+        attend_block<HD>(q, k, v, static_cast<float *>(dst->data), dst->nb[1], dst->nb[2], T, b / blocks,
+                         (b % blocks) * QUERIES, userdata_as_float(scale));
+    }
+}
+
+template <int... HD> ggml_custom_op_t kernel_for(int64_t hd, std::integer_sequence<int, HD...>) {
+    ggml_custom_op_t fn = nullptr;
+    ((fn = hd == 8 * (HD + 1) ? run<8 * (HD + 1)> : fn), ...);
+    return fn;
+}
+
+bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
+    return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
+           t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
+}
+
+} // namespace
+
+bool self_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k, const ggml_tensor * v) {
+    const int64_t hd = q->ne[0], heads = q->ne[1], T = q->ne[2];
+    return cpu_has_avx512() && hd % 8 == 0 && hd >= 8 && hd <= 128 && T >= 1 && T <= SELF_ATTENTION_MAX_KEYS &&
+           rows_are_f32(q, hd, heads) && rows_are_f32(k, hd, heads) && rows_are_f32(v, hd, heads) && k->ne[2] == T &&
+           v->ne[2] == T;
+}
+
+ggml_tensor * self_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale) {
+    ggml_tensor * args[] = {q, k, v};
+    ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3,
+                                     kernel_for(q->ne[0], std::make_integer_sequence<int, 16> {}), GGML_N_TASKS_MAX,
+                                     float_as_userdata(scale));
+    return ggml_set_name(o, "self_attention");
+}
+
+#else
+
+bool self_attention_kernel_takes(const ggml_tensor *, const ggml_tensor *, const ggml_tensor *) { return false; }
+ggml_tensor * self_attention_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
+
+#endif
+
+} // namespace transcribe
