@@ -40,7 +40,8 @@ def main():
     ap.add_argument("--dump", help="write the probabilities [frames, speakers] here (.npy)")
     ap.add_argument("--streaming", action="store_true")
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
-                    help="bf16: the modules under torch.autocast (bfloat16), as NeMo's inference with AMP runs")
+                    help="bf16: the encoder, projection, Transformer and head in bfloat16 (the mel and the "
+                         "streaming state stay float32)")
     for name, default in (("spkcache-len", 188), ("fifo-len", 188), ("spkcache-update-period", 144), ("chunk-len", 6),
                           ("chunk-left-context", 1), ("chunk-right-context", 7)):
         ap.add_argument("--" + name, type=int, default=default)
@@ -73,17 +74,20 @@ def main():
     del state
     for m in (pre, enc, mods, tf):
         m.eval()
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+    for m in (enc, mods, tf):
+        m.to(dtype)
     for key in ("spkcache_len", "fifo_len", "spkcache_update_period", "chunk_len", "chunk_left_context",
                 "chunk_right_context"):
         setattr(mods, key, getattr(a, key))
 
     def frontend_encoder(signal, length, bypass_pre_encode=False):  # SortformerEncLabelModel.frontend_encoder
-        emb, emb_len = enc(audio_signal=signal, length=length, bypass_pre_encode=bypass_pre_encode)
+        emb, emb_len = enc(audio_signal=signal.to(dtype), length=length, bypass_pre_encode=bypass_pre_encode)
         return mods.encoder_proj(emb.transpose(1, 2)), emb_len
 
     def forward_infer(emb, emb_len):  # SortformerEncLabelModel.forward_infer
         mask = mods.length_to_mask(emb_len, emb.shape[1])
-        return mods.forward_speaker_sigmoids(tf(encoder_states=emb, encoder_mask=mask))
+        return mods.forward_speaker_sigmoids(tf(encoder_states=emb, encoder_mask=mask)).float()
 
     def forward_streaming(mel, mel_len):  # SortformerEncLabelModel.forward_streaming (synchronous, batch 1)
         state = mods.init_streaming_state(batch_size=1, async_streaming=False, device=torch.device("cpu"))
@@ -91,7 +95,8 @@ def main():
         loader = mods.streaming_feat_loader(feat_seq=mel, feat_seq_length=mel_len,
                                             feat_seq_offset=torch.zeros((1,), dtype=torch.long))
         for _, chunk, chunk_len, left, right in loader:  # forward_streaming_step
-            chunk_emb, chunk_emb_len = enc.pre_encode(x=chunk, lengths=chunk_len)
+            chunk_emb, chunk_emb_len = enc.pre_encode(x=chunk.to(dtype), lengths=chunk_len)
+            chunk_emb = chunk_emb.float()
             embs = mods.concat_embs([state.spkcache, state.fifo, chunk_emb], dim=1, device=torch.device("cpu"))
             lengths = state.spkcache.shape[1] + state.fifo.shape[1] + chunk_emb_len
             emb, emb_len = frontend_encoder(embs, lengths, bypass_pre_encode=True)
@@ -105,9 +110,7 @@ def main():
         pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768.0
     audio = torch.from_numpy(pcm)[None]
     times = []
-    import contextlib
-    precision = (torch.autocast("cpu", dtype=torch.bfloat16) if a.dtype == "bf16" else contextlib.nullcontext())
-    with torch.inference_mode(), precision:
+    with torch.inference_mode():
         for run in range(a.warmup + a.runs):
             t0 = time.perf_counter()
             x = audio if a.streaming else audio * (1 / (audio.max() + 1e-3))  # process_signal
@@ -121,7 +124,7 @@ def main():
                 times.append(1000 * (time.perf_counter() - t0))
     total = statistics.median(times)
     if a.dump:
-        np.save(a.dump, preds[0].float().numpy())
+        np.save(a.dump, preds[0].numpy())
     print(json.dumps({"total_ms": round(total, 1), "x_realtime": round(len(pcm) / 16000 / (total / 1000), 2),
                       "frames": int(preds.shape[1]), "streaming": a.streaming, "threads": a.threads,
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))

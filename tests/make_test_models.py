@@ -58,8 +58,10 @@ def main():
                        check=True)
     fixtures = Path(a.canary_aed_fixture).parent
     sortformer = Path(__file__).resolve().parent.parent / "scripts" / "convert-sortformer.py"
-    subprocess.run([sys.executable, str(sortformer), "--nemo", str(fixtures / "sortformer-tiny" / "model.nemo"), "-o",
-                    str(out / "sortformer-tiny-f32.gguf"), "--outtype", "f32", "--name", "sortformer-tiny"], check=True)
+    for outtype in ("f32", "bf16"):
+        subprocess.run([sys.executable, str(sortformer), "--nemo", str(fixtures / "sortformer-tiny" / "model.nemo"), "-o",
+                        str(out / f"sortformer-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "sortformer-tiny"],
+                       check=True)
     v2 = Path(a.canary_aed_fixture).parent / "canary-aed-v2-tiny" / "model.nemo"
     subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(v2), "-o", str(out / "canary-aed-v2-tiny-f32.gguf"),
                     "--outtype", "f32", "--name", "canary-aed-v2-tiny"], check=True)
