@@ -7,6 +7,7 @@
 # With a Parakeet GGUF, the cost of a speaker-attributed transcript: transcribe-bench with and without
 # --diarize on the same recording.
 #   usage: bench/sortformer_compare.sh MODEL.nemo AUDIO [THREADS=2] [REPS=3] [PARAKEET.gguf]
+# NEMO_F32=1 adds NeMo in F32 to every round (Debian's torch runs F32 products on a generic BLAS: minutes).
 # MODEL.nemo: scripts/make-synthetic-checkpoint.py --family sortformer --preset full; the GGUFs are made
 # beside it. NeMo's source tree at the pinned commit in $NEMO_SRC (default /tmp/nemo).
 set -euo pipefail
@@ -33,14 +34,14 @@ nemo_run() { # nemo_run DTYPE -> seconds, peak RSS MB
         $py -c "import json,sys; j=json.loads(sys.stdin.read().strip().splitlines()[-1]); print('%.2f %.0f' % (j['total_ms'] / 1000, j['peak_rss_mb']))"
 }
 bench_total() { # bench_total [--diarize F32.gguf] -> total ms, diarize ms, peak RSS MB
-    "$bin/transcribe-bench" -m "$parakeet" -f "$audio" --threads "$threads" --runs 1 --json "$@" |
-        $py -c "import json,sys; j=json.loads(sys.stdin.read().strip().splitlines()[-1]); print('%.0f %.0f %.0f' % (j['total_ms'], j.get('diarize_ms', 0), j['peak_rss_mb']))"
+    "$bin/transcribe-bench" -m "$parakeet" -f "$audio" --threads "$threads" --runs 1 --warmup 0 --json "$@" |
+        $py -c "import json,sys; j=json.loads(sys.stdin.read().strip().splitlines()[-1]); print('%.0f %.0f %.0f' % (1000 * j['audio_s'] / j['x_realtime'], j.get('diarize_ms', 0), j['peak_rss_mb']))"
 }
 echo "threads $threads, $(basename "$audio") (${audio_s} s), $([ "$long" = 1 ] && echo "streaming, long-form sizes" || echo offline)"
 printf "%-4s %10s %10s %10s %10s %9s %9s %9s %12s\n" rep "NeMo F32" "NeMo BF16" "ours F32" "ours Q8_0" "F32 xRT" "Q8_0 xRT" \
     "Q8_0 RSS" "NeMo BF16/Q8"
 for rep in $(seq "$reps"); do
-    set -- $(nemo_run f32); nf=$1
+    nf=-; [ "${NEMO_F32:-0}" = 1 ] && { set -- $(nemo_run f32); nf=$1; }
     set -- $(nemo_run bf16); nb=$1
     set -- $(ours "$f32"); of=$1
     set -- $(ours "$q8"); oq=$1; oqrss=$2
