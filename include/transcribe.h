@@ -103,6 +103,8 @@ typedef struct transcribe_model_info {
     bool         translation;     /* transcribe_run_params.target_language may name another of its languages */
     bool         beam_search;     /* transcribe_run_params.beam_size is honoured */
     bool         timestamp_prompt; /* transcribe_run_params.timestamps asks the model for its word times */
+    bool         transducer_head;  /* transcribe_run_params.decoder_type TRANSDUCER runs (Parakeet TDT, a hybrid) */
+    bool         ctc_head;         /* transcribe_run_params.decoder_type CTC runs (Parakeet CTC, a hybrid) */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -128,6 +130,13 @@ typedef struct transcribe_diarization  transcribe_diarization;
 /* How a recording is diarized. AUTO: the offline path up to the model's max_audio_ms; past it the
  * streaming path (speaker cache, any length) with the long-form sizes (the v2 model card's 30.4 s
  * setting) on a model trained for streaming, INPUT_TOO_LONG on one that is not. */
+/* Which head decodes (transcribe_run_params.decoder_type). */
+typedef enum transcribe_decoder_type {
+    TRANSCRIBE_DECODER_DEFAULT    = 0, /* the model's: the transducer where there is one */
+    TRANSCRIBE_DECODER_TRANSDUCER = 1, /* TDT (or RNNT) */
+    TRANSCRIBE_DECODER_CTC        = 2,
+} transcribe_decoder_type;
+
 typedef enum transcribe_diarize_mode {
     TRANSCRIBE_DIARIZE_AUTO      = 0,
     TRANSCRIBE_DIARIZE_OFFLINE   = 1,
@@ -343,6 +352,11 @@ typedef struct transcribe_run_params {
      * recording at a time (runs of several sessions take turns). */
     transcribe_diarizer *     diarizer;
     transcribe_diarize_params diarize_params;
+    /* The head that decodes, on a model with two (a hybrid Parakeet, EncDecHybridRNNTCTCBPEModel, as
+     * NeMo's change_decoding_strategy(decoder_type=...) picks it): see transcribe_model_info's
+     * transducer_head / ctc_head; a head the model lacks is INVALID_ARG. DEFAULT: the transducer where
+     * there is one (NeMo's default). (Appended: rebuild older callers.) */
+    transcribe_decoder_type   decoder_type;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

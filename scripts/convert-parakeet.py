@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Convert an NVIDIA Parakeet `.nemo` archive into one transcribe GGUF: TDT (EncDecRNNTBPEModel with the TDT
-loss; architecture parakeet_tdt) or CTC (EncDecCTCModelBPE: a ConvASRDecoder head; parakeet_ctc).
+loss; architecture parakeet_tdt; a hybrid EncDecHybridRNNTCTCBPEModel also gets its aux_ctc head) or CTC
+(EncDecCTCModelBPE: a ConvASRDecoder head; parakeet_ctc).
 
 Reads the tar, the YAML config, the torch.save'd state dict (restricted unpickler, no torch) and the
 SentencePiece model (python3-sentencepiece); no NeMo. Storage: the FastConformer as for every NeMo
@@ -85,13 +86,16 @@ def ctc_hparams(cfg: dict, d_model: int, where: str) -> dict:
         raise ConvertError(f"{where}: not a Parakeet-CTC config (missing or invalid {exc})") from None
 
 
+def plan_ctc_head(p: Plan, D: int, vocab: int, prefix: str) -> None:
+    # The 1x1 convolution over time is a matrix [vocab + 1, d_model]: blank last.
+    p.matrix("ctc.weight", prefix + "decoder_layers.0.weight", (vocab + 1, D, 1), reshape=(vocab + 1, D))
+    p.f32("ctc.bias", prefix + "decoder_layers.0.bias", (vocab + 1,))
+
+
 def build_ctc_plan(src, enc: dict, vocab: int, outtype: str) -> Plan:
     p = Plan(src, outtype)
     plan_frontend(p, enc, "preprocessor.", "encoder.")
-    D = enc["d_model"]
-    # The 1x1 convolution over time is a matrix [vocab + 1, d_model]: blank last.
-    p.matrix("ctc.weight", "decoder.decoder_layers.0.weight", (vocab + 1, D, 1), reshape=(vocab + 1, D))
-    p.f32("ctc.bias", "decoder.decoder_layers.0.bias", (vocab + 1,))
+    plan_ctc_head(p, enc["d_model"], vocab, "decoder.")
     return p
 
 
@@ -156,10 +160,10 @@ def build_plan(src, enc: dict, tdt: dict, outtype: str) -> Plan:
     return p
 
 
-def segment_rules(cfg: dict, where: str) -> tuple:
-    """NeMo's segment separators and gap threshold (frames; 0: none) from the model's decoding section, as
-    RNNTDecoding reads them from the merged decoding config (defaults ['.', '!', '?'] and None)."""
-    decoding = cfg.get("decoding") or {}
+def segment_rules(decoding: dict, where: str) -> tuple:
+    """NeMo's segment separators and gap threshold (frames; 0: none) from a decoding section, as RNNTDecoding
+    and CTCDecoding read them from the merged decoding config (defaults ['.', '!', '?'] and None)."""
+    decoding = decoding or {}
     separators = decoding.get("segment_seperators", [".", "!", "?"])  # NeMo's spelling
     if separators is None or not isinstance(separators, (list, tuple)) or \
             not all(isinstance(x, str) and x for x in separators):
@@ -181,6 +185,20 @@ def convert(args) -> None:
         arch, head = ARCH, tdt_hparams(cfg, where)
         vocab = head["vocab"]
         plan = build_plan(nemo.checkpoint(), enc, head, args.outtype)
+    # EncDecHybridRNNTCTCBPEModel (parakeet-tdt_ctc-110m): the transducer and, in aux_ctc, a CTC head over the
+    # same encoder, either one chosen at run time (NeMo's change_decoding_strategy(decoder_type=...)).
+    aux_ctc = None if ctc else cfg.get("aux_ctc")
+    if aux_ctc is not None:
+        aux_where = where + " aux_ctc"
+        dec = dict(aux_ctc.get("decoder") or {})
+        # NeMo fills what the config leaves open from the encoder and the tokenizer (the class count).
+        if dec.get("feat_in") is None:
+            dec["feat_in"] = enc["d_model"]
+        if int(dec.get("num_classes") or -1) <= 0 and not dec.get("vocabulary"):
+            dec["num_classes"] = vocab
+        if ctc_hparams({"decoder": dec}, enc["d_model"], aux_where)["vocab"] != vocab:
+            raise ConvertError(f"{aux_where}: the CTC head's classes are not the transducer's vocabulary of {vocab}")
+        plan_ctc_head(plan, enc["d_model"], vocab, "ctc_decoder.")
     pieces, scores, types, punct, unk_id = load_tokenizer(nemo, vocab)
 
     out = Path(args.outfile)
@@ -200,9 +218,13 @@ def convert(args) -> None:
         w.add_uint32(a + "max_symbols", head["max_symbols"])
     w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
     w.add_array(a + "punctuation", punct)
-    separators, gap = segment_rules(cfg, where)
+    separators, gap = segment_rules(cfg.get("decoding"), where)
     w.add_array(a + "segment_separators", separators)
     w.add_uint32(a + "segment_gap_threshold", gap)
+    if aux_ctc is not None:  # the CTC head's decoding section is its own
+        separators, gap = segment_rules(aux_ctc.get("decoding"), where + " aux_ctc")
+        w.add_array(a + "ctc.segment_separators", separators)
+        w.add_uint32(a + "ctc.segment_gap_threshold", gap)
     w.add_array(a + "languages", list(cfg.get("languages") or ["en"]))
     w.add_tokenizer_model("llama")  # SentencePiece
     w.add_token_list(pieces)
@@ -210,7 +232,7 @@ def convert(args) -> None:
     w.add_token_types(types)
     w.add_unk_token_id(unk_id)
     plan.write(w)
-    what = "CTC head" if ctc else f"durations {head['durations']}"
+    what = "CTC head" if ctc else f"durations {head['durations']}" + (" and a CTC head" if aux_ctc is not None else "")
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocab {vocab} + blank, "
           f"{what}, outtype {args.outtype})")
 

@@ -171,6 +171,12 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     r.options.punctuation     = !p->no_punctuation;
     r.options.timestamps      = p->timestamps;
     r.options.beam_size       = p->beam_size;
+    if (p->decoder_type < TRANSCRIBE_DECODER_DEFAULT || p->decoder_type > TRANSCRIBE_DECODER_CTC) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "decoder_type %d is none of transcribe_decoder_type", int(p->decoder_type));
+    }
+    r.options.decoder_type    = p->decoder_type == TRANSCRIBE_DECODER_CTC          ? DecoderType::Ctc
+                                : p->decoder_type == TRANSCRIBE_DECODER_TRANSDUCER ? DecoderType::Transducer
+                                                                                   : DecoderType::Default;
     r.options.ignore_eos      = p->ignore_eos;
     r.chunk_ms                = p->chunk_ms;
     if (transcribe_vad_model * vad = p->vad) {
@@ -358,6 +364,8 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->translation     = i.translation;
         out->beam_search     = i.beam_search;
         out->timestamp_prompt = i.timestamp_prompt;
+        out->transducer_head  = i.transducer_head;
+        out->ctc_head         = i.ctc_head;
         return TRANSCRIBE_OK;
     });
 }
@@ -513,6 +521,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.no_punctuation  = false;
     p.timestamps      = false;
     p.beam_size       = 0;
+    p.decoder_type    = TRANSCRIBE_DECODER_DEFAULT;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

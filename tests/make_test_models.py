@@ -45,7 +45,9 @@ def main():
     os.symlink((ckpt / "model.safetensors").resolve(), wrong / "model.safetensors")
     convert(a.converter, wrong, llm, out / "canary-qwen-tiny-wrong-lora.gguf", "f32")
 
-    for name, fixture_dir in (("parakeet-tdt-tiny", a.parakeet_fixture), ("parakeet-ctc-tiny", a.parakeet_ctc_fixture)):
+    hybrid_fixture = Path(a.parakeet_fixture).parent / "parakeet-tdt-ctc-tiny"
+    for name, fixture_dir in (("parakeet-tdt-tiny", a.parakeet_fixture), ("parakeet-ctc-tiny", a.parakeet_ctc_fixture),
+                              ("parakeet-tdt-ctc-tiny", hybrid_fixture)):
         nemo = Path(fixture_dir) / "model.nemo"
         for outtype in ("f32", "bf16"):
             subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",

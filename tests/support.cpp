@@ -185,13 +185,15 @@ ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type 
     return r;
 }
 
-ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir) {
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir,
+                 transcribe::DecoderType decoder) {
     transcribe::SessionOptions so;
     so.n_threads = 2;
     auto session = model.new_session(so);
     ClipRun r;
     transcribe::RunOptions ro;
-    ro.step_logits = &r.step_logits;
+    ro.step_logits  = &r.step_logits;
+    ro.decoder_type = decoder;
     if (!dump_dir.empty()) {
         setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
     }

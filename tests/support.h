@@ -95,7 +95,8 @@ struct ClipRun {
     transcribe::Transcript          transcript;
     std::vector<std::vector<float>> step_logits;
 };
-ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir = "");
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir = "",
+                 transcribe::DecoderType decoder = transcribe::DecoderType::Default);
 // 16 free-running greedy ids (no stop at EOS, like the goldens).
 std::vector<int32_t> greedy(transcribe::Model & model, const std::string & clip, ggml_type kv);
 

@@ -61,10 +61,12 @@ class Cli(unittest.TestCase):
             self.assertEqual(together["text"], alone["text"], c)
 
     def test_parakeet_ctc_words_and_segments_are_nemos(self):
-        """A Parakeet-CTC model (parakeet-ctc-tiny): the JSON's text, words and segments are NeMo's."""
+        """A Parakeet-CTC model (parakeet-ctc-tiny), and a hybrid's CTC head (parakeet-tdt-ctc-tiny with
+        --decoder-type ctc): the JSON's text, words and segments are NeMo's."""
         fixture = PARAKEET_FIXTURE.parent / "parakeet-ctc-tiny"
-        for clip in ("jfk", "tone_noise_3s"):
-            r = cli("-m", str(MODELS / "parakeet-ctc-tiny-f32.gguf"), "--json", str(fixture / "audio" / f"{clip}.wav"))
+        for clip, model, flags in (("jfk", "parakeet-ctc-tiny-f32.gguf", []), ("tone_noise_3s", "parakeet-ctc-tiny-f32.gguf", []),
+                                   ("jfk", "parakeet-tdt-ctc-tiny-f32.gguf", ["--decoder-type", "ctc"])):
+            r = cli("-m", str(MODELS / model), *flags, "--json", str(fixture / "audio" / f"{clip}.wav"))
             self.assertEqual(r.returncode, 0, r.stderr)
             j = json.loads(r.stdout)
             hyp = json.loads((fixture / "golden" / clip / "hypothesis.json").read_text())
@@ -75,6 +77,25 @@ class Cli(unittest.TestCase):
             self.assertEqual([(s["text"], s["t0_ms"], s["t1_ms"]) for s in j["segments"]],
                              [(s["segment"], s["start_offset"] * FRAME_MS, s["end_offset"] * FRAME_MS)
                               for s in hyp["timestamp"]["segment"]], clip)
+
+    def test_decoder_type_picks_a_hybrids_head(self):
+        """--decoder-type: a hybrid's transducer by default and with tdt (parakeet-tdt-tiny's text), a head a
+        model lacks is one clear line naming what it has, an unknown type is a usage error."""
+        hybrid, jfk = str(MODELS / "parakeet-tdt-ctc-tiny-f32.gguf"), str(PARAKEET_FIXTURE / "audio" / "jfk.wav")
+        want = json.loads((PARAKEET_FIXTURE / "golden" / "jfk" / "hypothesis.json").read_text())["text"]
+        for flags in ([], ["--decoder-type", "tdt"], ["--decoder-type", "rnnt"]):
+            r = cli("-m", hybrid, *flags, "--json", jfk)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["text"], want, flags)
+        r = cli("-m", str(MODELS / "parakeet-ctc-tiny-f32.gguf"), "--decoder-type", "tdt", jfk)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"no transducer head (it has a CTC head)", r.stderr)
+        r = cli("-m", F32, "--decoder-type", "ctc", JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"has no CTC head", r.stderr)
+        r = cli("-m", hybrid, "--decoder-type", "attention", jfk)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"decoder-type", r.stderr)
 
     def test_canary_aed_tasks_are_nemos(self):
         """A Canary AED model (canary-aed-tiny, F32 cache): transcription, translation (--translate-to), the

@@ -2,6 +2,7 @@
 
 Run with Debian's python3 (numpy) from tests/: python3 -m unittest -v test_converter
 """
+import io
 import json
 import os
 import shutil
@@ -354,6 +355,32 @@ class ParakeetConverter(NemoConverterCase):
         self.members = nemo_members(PARAKEET_CTC_NEMO)
         self.out.unlink()
         self.expect_error(self.convert_edited(wrong_width), "feat_in")
+
+    def test_a_hybrid_gets_the_transducer_and_its_aux_ctc_head(self):
+        """EncDecHybridRNNTCTCBPEModel (parakeet-tdt-ctc-tiny): architecture parakeet_tdt with every transducer
+        tensor, the aux_ctc head as ctc.weight / ctc.bias (from ctc_decoder.*) and its decoding section's
+        segment rules under parakeet_tdt.ctc.*; an aux_ctc head of another vocabulary is an error."""
+        hybrid = ROOT / "tests" / "fixtures" / "parakeet-tdt-ctc-tiny" / "model.nemo"
+        r = self.convert(hybrid, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_tdt")
+        tensors = {t.name: t for t in g.tensors}
+        self.assertEqual(list(tensors["ctc.weight"].shape), [64, 129])
+        self.assertIn("joint.out.weight", tensors)
+        self.assertIn("parakeet_tdt.ctc.segment_separators", g.fields)
+        self.assertIn("parakeet_tdt.ctc.segment_gap_threshold", g.fields)
+        import torch
+        head = torch.load(io.BytesIO(nemo_members(PARAKEET_CTC_NEMO)["./model_weights.ckpt"]), map_location="cpu")
+        np.testing.assert_array_equal(np.asarray(tensors["ctc.weight"].data),
+                                      head["decoder.decoder_layers.0.weight"].numpy()[:, :, 0])
+
+        def other_vocab(members):
+            head, _, tail = members["./model_config.yaml"].rpartition(b"num_classes: 128")  # aux_ctc's, the last
+            members["./model_config.yaml"] = head + b"num_classes: 127" + tail
+        self.members = nemo_members(hybrid)
+        self.out.unlink()
+        self.expect_error(self.convert_edited(other_vocab), "aux_ctc")
 
     def test_segment_rules_from_the_decoding_section(self):
         """NeMo's segment separators and gap threshold come from the model's decoding section (the fixture

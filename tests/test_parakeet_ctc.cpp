@@ -2,6 +2,7 @@
 // parakeet-tdt-tiny's, whose stages test_parakeet_tdt.cpp checks): the head's log-probabilities, every
 // frame's decision, NeMo's text, word and segment times; greedy CTC's folding and offsets and CTC's
 // punctuation rule by hand.
+#include "core/error.h"
 #include "engine/family.h"
 #include "engine/subword_timestamps.h"
 #include "decoding/ctc_greedy.h"
@@ -80,6 +81,37 @@ TEST(ParakeetCtcGolden, Log_probs_decisions_text_and_times_are_nemos) {
 
 // The BF16 file: the encoder's and head's weights rounded; the decisions (every frame's lead >= 0.11)
 // and so the text and times stay NeMo's.
+// A hybrid's CTC head (parakeet-tdt-ctc-tiny: parakeet-tdt-tiny with this fixture's head as its aux_ctc
+// and this fixture's decoding section): this fixture's goldens, by the bound above; a model without the
+// head asked for is a clear error.
+TEST(ParakeetCtcGolden, A_hybrids_ctc_head_gives_nemos_log_probs_text_and_times) {
+    auto hybrid = test::load("parakeet-tdt-ctc-tiny-f32.gguf");
+    EXPECT_EQ(hybrid->info().architecture, "parakeet_tdt");
+    for (const char * clip : kCtcClips) {
+        const test::ClipRun d = test::run_clip(*hybrid, fx(), clip, "", DecoderType::Ctc);
+        const NpyArray want = fx().golden(clip, "log_probs.npy");
+        ASSERT_EQ(d.step_logits.size(), size_t(want.shape[0])) << clip;
+        const size_t V1 = size_t(want.shape[1]);
+        float worst = 0;
+        for (size_t t = 0; t < d.step_logits.size(); ++t) {
+            const std::vector<float> row(want.f32.begin() + long(t * V1), want.f32.begin() + long((t + 1) * V1));
+            worst = std::max(worst, test::max_abs_diff(d.step_logits[t], row));
+        }
+        EXPECT_LE(worst, 0.02f) << clip;
+        expect_nemo_text_and_times(d.transcript, clip);
+    }
+    auto ctc_only = test::load("parakeet-ctc-tiny-f32.gguf");
+    EXPECT_FALSE(ctc_only->info().transducer_head);
+    EXPECT_TRUE(ctc_only->info().ctc_head);
+    try {
+        test::run_clip(*ctc_only, fx(), "jfk", "", DecoderType::Transducer);
+        ADD_FAILURE() << "a CTC model ran a transducer";
+    } catch (const Error & e) {
+        EXPECT_EQ(e.status(), TRANSCRIBE_ERR_INVALID_ARG);
+        EXPECT_NE(std::string(e.what()).find("no transducer head"), std::string::npos) << e.what();
+    }
+}
+
 TEST(ParakeetCtcGolden, Bf16_keeps_nemos_text_and_times) {
     auto model = test::load("parakeet-ctc-tiny-bf16.gguf");
     for (const char * clip : kCtcClips) {

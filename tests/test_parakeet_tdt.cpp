@@ -65,9 +65,8 @@ TEST_P(ParakeetGolden, Every_joint_evaluation_matches_the_reference_trace) {
     }
 }
 
-TEST_P(ParakeetGolden, Ids_frames_durations_text_and_times_are_nemos) {
-    const std::string clip = GetParam();
-    const Transcript t = decode(*f32_, clip).transcript;
+namespace {
+void expect_nemos_ids_text_and_times(const Transcript & t, const std::string & clip) {
     const nlohmann::json tokens = fx().golden_json(clip, "tokens.json");
     EXPECT_EQ(t.tokens, tokens["ids"].get<std::vector<int32_t>>()) << clip;
     EXPECT_EQ(t.token_frames, tokens["frames"].get<std::vector<int32_t>>()) << clip;
@@ -92,6 +91,25 @@ TEST_P(ParakeetGolden, Ids_frames_durations_text_and_times_are_nemos) {
         n_words += t.segments[i].words.size();
     }
     EXPECT_EQ(n_words, t.words.size()) << clip;
+}
+} // namespace
+
+TEST_P(ParakeetGolden, Ids_frames_durations_text_and_times_are_nemos) {
+    const std::string clip = GetParam();
+    expect_nemos_ids_text_and_times(decode(*f32_, clip).transcript, clip);
+}
+
+// A hybrid (parakeet-tdt-ctc-tiny: this fixture's model with parakeet-ctc-tiny's head as its aux_ctc)
+// decodes with its transducer unless asked, as NeMo's hybrid does: this fixture's goldens, asked or not.
+// (Its CTC head: test_parakeet_ctc.cpp.)
+TEST_P(ParakeetGolden, A_hybrids_transducer_gives_nemos_ids_text_and_times) {
+    const std::string clip = GetParam();
+    auto hybrid = test::load("parakeet-tdt-ctc-tiny-f32.gguf");
+    EXPECT_TRUE(hybrid->info().transducer_head);
+    EXPECT_TRUE(hybrid->info().ctc_head);
+    for (const DecoderType asked : {DecoderType::Default, DecoderType::Transducer}) {
+        expect_nemos_ids_text_and_times(test::run_clip(*hybrid, fx(), clip, "", asked).transcript, clip);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Clips, ParakeetGolden, ::testing::Values("jfk", "jfk_div8", "tone_noise_3s"));

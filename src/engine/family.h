@@ -29,6 +29,9 @@ struct SessionOptions {
     void *                       progress_user_data = nullptr;
 };
 
+// Which head decodes, on a model with more than one (a hybrid Parakeet: transducer and CTC).
+enum class DecoderType { Default, Transducer, Ctc };
+
 struct RunOptions {
     int  max_new_tokens     = 256;
     bool ignore_eos         = false; // decode exactly max_new_tokens (benchmarks, random weights)
@@ -40,6 +43,8 @@ struct RunOptions {
     bool        timestamps  = false;
     // Beam search over this many hypotheses (models whose info says beam_search); 0: greedy.
     int beam_size = 0;
+    // The head to decode with (models whose info lists it); Default: the model's first.
+    DecoderType decoder_type = DecoderType::Default;
     // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
@@ -143,6 +148,8 @@ struct ModelInfo {
     bool translation      = false;       // RunOptions::target_language may differ from the source
     bool beam_search      = false;       // RunOptions::beam_size is honoured
     bool timestamp_prompt = false;       // RunOptions::timestamps asks the model for its own word times
+    bool transducer_head  = false;       // RunOptions::decoder_type Transducer runs (Parakeet TDT, a hybrid)
+    bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
 };
 
 class Model {

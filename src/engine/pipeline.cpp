@@ -60,6 +60,12 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
         fail(TRANSCRIBE_ERR_INVALID_ARG, "target language '%s': model %s (%s) does not translate", o.target_language.c_str(),
              info.name.c_str(), info.architecture.c_str());
     }
+    if ((o.decoder_type == DecoderType::Ctc && !info.ctc_head) ||
+        (o.decoder_type == DecoderType::Transducer && !info.transducer_head)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "model %s (%s) has no %s head%s", info.name.c_str(), info.architecture.c_str(),
+             o.decoder_type == DecoderType::Ctc ? "CTC" : "transducer",
+             info.ctc_head ? " (it has a CTC head)" : info.transducer_head ? " (it has a transducer head)" : "");
+    }
     if (o.beam_size < 0 || (o.beam_size > 0 && !info.beam_search)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),
              info.architecture.c_str());

@@ -1,8 +1,9 @@
 // NVIDIA Parakeet (NeMo's FastConformer ASR models): NeMo mel -> FastConformer -> a head, decoded
 // greedily as NeMo's greedy_batch decoders do: TDT (EncDecRNNTBPEModel with the TDT loss: the
 // transducer's prediction net and joint, tokens with durations) or CTC (EncDecCTCModelBPE: a linear
-// layer over every frame, the frames' argmaxes folded); SentencePiece text and NeMo's token / word /
-// segment times, each head's token times by its own rules.
+// layer over every frame, the frames' argmaxes folded); a hybrid (EncDecHybridRNNTCTCBPEModel) has both
+// over one encoder and runs either (the transducer unless asked). SentencePiece text and NeMo's token /
+// word / segment times, each head's token times by its own rules.
 #include "blocks/speech_encoder.h"
 #include "blocks/transducer.h"
 #include "core/npy.h"
@@ -22,7 +23,7 @@ enum class Head { Tdt, Ctc };
 class ParakeetModel final : public Model {
 public:
     ParakeetModel(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device, Head head)
-        : file_(std::move(file)), device_(device), head_(head), encoder_(*file_) {
+        : file_(std::move(file)), device_(device), default_head_(head), encoder_(*file_) {
         const ModelFile & f = *file_;
         const std::string a = f.architecture() + ".";
         vocab_ = int(f.get_u32(a + "vocab_size"));
@@ -37,13 +38,19 @@ public:
                 std::any_of(durations_.begin(), durations_.end(), [](int32_t d) { return d < 0 || d > 1000; })) {
                 fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid TDT durations / max_symbols", f.path().c_str());
             }
-        } else {
+        }
+        if (head == Head::Ctc || f.find("ctc.weight")) { // a CTC model, or a hybrid's second head
             ctc_w_ = f.matmul_weight("ctc.weight", {encoder_.hparams().d_model, vocab_ + 1});
             ctc_b_ = f.tensor("ctc.bias", {vocab_ + 1}, {GGML_TYPE_F32});
         }
         rules_.punctuation        = f.get_str_array(a + "punctuation");
         rules_.segment_separators = f.get_str_array(a + "segment_separators");
         rules_.segment_gap_frames = f.get_u32(a + "segment_gap_threshold", 0);
+        ctc_rules_ = rules_;
+        if (head == Head::Tdt && ctc_w_) { // the hybrid's CTC decoding section is its own
+            ctc_rules_.segment_separators = f.get_str_array(a + "ctc.segment_separators");
+            ctc_rules_.segment_gap_frames = f.get_u32(a + "ctc.segment_gap_threshold", 0);
+        }
         tokenizer_ = Tokenizer::from_file(f);
         if (tokenizer_->n_vocab() != vocab_) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: tokenizer has %d pieces, the decoder %d", f.path().c_str(),
@@ -54,6 +61,8 @@ public:
         info_.max_audio_ms    = int(f.get_u32(a + "max_audio_ms", 120000));
         info_.languages       = f.has_key(a + "languages") ? f.get_str_array(a + "languages") : std::vector<std::string> {"en"};
         info_.word_timestamps = true;
+        info_.transducer_head = transducer_ != nullptr;
+        info_.ctc_head        = ctc_w_ != nullptr;
         info_.token_budget    = false;
         file_->load_weights(device_);
         encoder_.prepare(*file_, device_);
@@ -72,21 +81,34 @@ public:
         return hp;
     }
 
+    // The head a run asked for, if the model has it.
+    Head head_for(DecoderType asked) const {
+        if (asked == DecoderType::Default) {
+            return default_head_;
+        }
+        const Head head = asked == DecoderType::Ctc ? Head::Ctc : Head::Tdt;
+        if ((head == Head::Ctc && !ctc_w_) || (head == Head::Tdt && !transducer_)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "model %s has no %s head (it decodes with its %s head only)",
+                 info_.name.c_str(), head == Head::Ctc ? "CTC" : "transducer", ctc_w_ ? "CTC" : "transducer");
+        }
+        return head;
+    }
+
     // What the encoder stage ends with: the joint's encoder projection (TDT) or the CTC logits.
-    ggml_tensor * encoder_head(ggml_context * ctx, ggml_tensor * enc) const {
-        return head_ == Head::Tdt ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
+    ggml_tensor * encoder_head(ggml_context * ctx, ggml_tensor * enc, Head head) const {
+        return head == Head::Tdt ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
     }
 
     std::unique_ptr<ModelFile>  file_;
     ggml_backend_dev_t          device_;
-    Head                        head_;
+    Head                        default_head_;
     SpeechEncoder               encoder_;
     int                         vocab_ = 0;
     std::unique_ptr<Transducer> transducer_; // TDT
     std::vector<int32_t>        durations_;
     int                         max_symbols_ = 10;
     ggml_tensor *               ctc_w_ = nullptr, * ctc_b_ = nullptr; // CTC
-    SubwordRules                rules_;
+    SubwordRules                rules_, ctc_rules_; // the transducer's decoding section's, the CTC head's
 };
 
 class ParakeetSession final : public SessionBase {
@@ -94,7 +116,8 @@ public:
     ParakeetSession(const ParakeetModel & model, const SessionOptions & opt)
         : SessionBase(model.device_, opt),
           model_(model),
-          encode_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc); }) {
+          encode_tdt_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc, Head::Tdt); }),
+          encode_ctc_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc, Head::Ctc); }) {
         if (model.transducer_) {
             state_ = std::make_unique<TransducerState>(*model.transducer_, exec_);
         }
@@ -110,7 +133,8 @@ private:
                     std::vector<TimedToken> & timed);
 
     const ParakeetModel &            model_;
-    SpeechEncoder::Run               encode_;
+    SpeechEncoder::Run               encode_tdt_, encode_ctc_; // graphs are built for the head a run takes
+
     std::unique_ptr<TransducerState> state_; // TDT
 };
 
@@ -125,10 +149,12 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     check_audio_length(n_samples, model_.info());
     check_abort("start");
     check_cancelled(options, "start");
+    const Head head = model_.head_for(options.decoder_type);
     progress(options, 0.0f);
 
     const int T = model_.encoder_.frames(n_samples);
-    const std::vector<float> head_out = encode_(exec_, pcm, n_samples, opt_.n_threads, timings_);
+    const std::vector<float> head_out =
+        (head == Head::Tdt ? encode_tdt_ : encode_ctc_)(exec_, pcm, n_samples, opt_.n_threads, timings_);
     check_abort("encoder");
     check_cancelled(options, "encoder");
     progress(options, 0.6f);
@@ -136,7 +162,7 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     StageTimer decode_timer;
     Transcript out;
     std::vector<TimedToken> timed;
-    if (model_.head_ == Head::Tdt) {
+    if (head == Head::Tdt) {
         decode_tdt(head_out, T, options, out, timed);
     } else {
         decode_ctc(head_out, T, options, out, timed);
@@ -146,9 +172,9 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     // Text and times by NeMo's rules; offsets in encoder frames.
     out.timed = true;
     const Tokenizer & tok = model_.tokenizer();
-    const SubwordRules & rules = model_.rules_;
+    const SubwordRules & rules = head == Head::Tdt ? model_.rules_ : model_.ctc_rules_;
     out.text = strip_space_before_punctuation(tok.decode(out.tokens), rules);
-    if (model_.head_ == Head::Tdt) {
+    if (head == Head::Tdt) {
         refine_punctuation_times(timed, tok, rules);
     } else {
         refine_ctc_punctuation_times(timed, tok, rules);

@@ -1,5 +1,6 @@
 // The task options every tool that transcribes shares (CLI, bench): the speech's language, a language
-// to translate into, punctuation, beam search; for models with a task prompt (Canary AED).
+// to translate into, punctuation, beam search (models with a task prompt: Canary AED); the head that
+// decodes (a hybrid Parakeet).
 #pragma once
 
 #include "transcribe.h"
@@ -14,6 +15,7 @@ struct TaskOptions {
     std::string language, translate_to;
     int         beam   = 0;
     bool        no_pnc = false;
+    std::string decoder_type;
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language, "the speech's language (models that know several; default: the model's first)");
@@ -21,6 +23,10 @@ struct TaskOptions {
         app.add_option("--beam", beam, "beam search over N hypotheses (models with beam search; default: greedy)")
             ->check(CLI::Range(0, 8));
         app.add_flag("--no-pnc", no_pnc, "text without punctuation and capitals (models with a task prompt)");
+        app.add_option("--decoder-type", decoder_type,
+                       "the head that decodes, as NeMo's decoder_type: tdt (or rnnt: the transducer) or ctc (a hybrid "
+                       "Parakeet has both; default: the transducer)")
+            ->check(CLI::IsMember({"tdt", "rnnt", "ctc"}));
     }
 
     // Into RP; the strings must outlive it.
@@ -29,6 +35,9 @@ struct TaskOptions {
         rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
         rp.beam_size       = beam;
         rp.no_punctuation  = no_pnc;
+        rp.decoder_type    = decoder_type.empty()   ? TRANSCRIBE_DECODER_DEFAULT
+                             : decoder_type == "ctc" ? TRANSCRIBE_DECODER_CTC
+                                                     : TRANSCRIBE_DECODER_TRANSDUCER;
     }
 };
 

@@ -159,6 +159,7 @@ struct RunRequest {
     bool        timestamps = false; // words asked of a model that times them only when asked
     int         beam_size = 0;
     bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
+    transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
 };
 
 // What every transcription request runs with; R must outlive the run.
@@ -169,6 +170,7 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.target_language = r.target_language.empty() ? nullptr : r.target_language.c_str();
     rp.timestamps     = r.timestamps;
     rp.beam_size      = r.beam_size;
+    rp.decoder_type   = r.decoder_type;
     rp.vad            = st.vad;
     rp.vad_params     = st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
@@ -336,6 +338,15 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         return;
     }
     request.beam_size = std::stoi(beam);
+    // Our extension: decoder_type=tdt|rnnt|ctc picks a hybrid Parakeet's head (NeMo's decoder_type).
+    const std::string decoder = form_field(req, "decoder_type", "");
+    if (!decoder.empty() && decoder != "tdt" && decoder != "rnnt" && decoder != "ctc") {
+        send_error(res, 400, "decoder_type must be tdt, rnnt or ctc (got '" + decoder + "')", "decoder_type");
+        return;
+    }
+    request.decoder_type = decoder.empty()    ? TRANSCRIBE_DECODER_DEFAULT
+                           : decoder == "ctc" ? TRANSCRIBE_DECODER_CTC
+                                              : TRANSCRIBE_DECODER_TRANSDUCER;
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
     const std::string draft = form_field(req, "draft", "true");
     if (draft != "true" && draft != "false") {

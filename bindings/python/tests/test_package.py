@@ -172,3 +172,27 @@ def test_diarize_gives_the_cli_s_speakers(paths):
             model.transcribe(audio, diarize=diarizer, diarize_postprocessing="/nonexistent.yaml")
         assert err.value.status == "FILE_NOT_FOUND"
         model.close()
+
+
+def test_hybrid_decoder_type_picks_the_head(paths):
+    """A hybrid Parakeet (parakeet-tdt-ctc-tiny): the transducer by default, decoder_type="ctc" its CTC head,
+    each with its NeMo fixture's text (parakeet-tdt-tiny's, parakeet-ctc-tiny's); a head a model lacks or an
+    unknown decoder_type is a TranscribeError."""
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-ctc-tiny-f32.gguf", threads=2)
+    assert model.transducer_head and model.ctc_head
+    root = paths["root"] / "tests" / "fixtures"
+    audio = paths["parakeet"] / "audio" / "jfk.wav"
+    golden = lambda fixture: json.loads((root / fixture / "golden" / "jfk" / "hypothesis.json").read_text())["text"]
+    assert model.transcribe(audio).text == golden("parakeet-tdt-tiny")
+    assert model.transcribe(audio, decoder_type="tdt").text == golden("parakeet-tdt-tiny")
+    assert model.transcribe(audio, decoder_type="ctc").text == golden("parakeet-ctc-tiny")
+    with pytest.raises(transcribe.TranscribeError) as e:
+        model.transcribe(audio, decoder_type="attention")
+    assert e.value.status == "INVALID_ARG"
+    model.close()
+    ctc = transcribe.Model(paths["models"] / "parakeet-ctc-tiny-f32.gguf", threads=2)
+    assert ctc.ctc_head and not ctc.transducer_head
+    with pytest.raises(transcribe.TranscribeError) as e:
+        ctc.transcribe(audio, decoder_type="tdt")
+    assert "no transducer head" in str(e.value)
+    ctc.close()

@@ -136,6 +136,8 @@ class Model:
         self.translation = bool(info.translation)
         self.beam_search = bool(info.beam_search)
         self.timestamp_prompt = bool(info.timestamp_prompt)
+        self.transducer_head = bool(info.transducer_head)
+        self.ctc_head = bool(info.ctc_head)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -187,7 +189,8 @@ class Model:
                    language: Optional[str] = None, draft: Optional[Union[str, Path, "Model"]] = None,
                    translate_to: Optional[str] = None, beam_size: int = 0, punctuation: bool = True,
                    timestamps: bool = False, diarize: Optional[Union[str, Path]] = None,
-                   diarize_postprocessing: Optional[Union[str, Path]] = None) -> Result:
+                   diarize_postprocessing: Optional[Union[str, Path]] = None,
+                   decoder_type: Optional[str] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -198,7 +201,9 @@ class Model:
         (a GGUF path, loaded once, or an open Model, kept open by this one): the same result, sooner.
         diarize: a Sortformer GGUF (loaded once): each segment and word gets .speaker (word-timed models:
         each word the speaker over most of it; others: transcribed speaker turn by turn);
-        diarize_postprocessing: NeMo's post-processing YAML for its segments."""
+        diarize_postprocessing: NeMo's post-processing YAML for its segments. decoder_type: "tdt" (or "rnnt")
+        or "ctc", the head that decodes on a hybrid Parakeet (.transducer_head and .ctc_head; default: the
+        transducer)."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -216,6 +221,10 @@ class Model:
             rp.beam_size = int(beam_size)
             rp.no_punctuation = not punctuation
             rp.timestamps = bool(timestamps)
+            if decoder_type not in N.DECODER_TYPES:
+                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"),
+                                      f"decoder_type must be tdt, rnnt or ctc, not {decoder_type!r}")
+            rp.decoder_type = N.DECODER_TYPES[decoder_type]
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

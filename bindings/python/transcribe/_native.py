@@ -25,7 +25,8 @@ class ModelInfo(ctypes.Structure):
                 ("max_audio_ms", c_int), ("n_vocab", c_int), ("n_languages", c_int),
                 ("languages", ctypes.POINTER(c_char_p)), ("load_ms", c_double), ("word_timestamps", c_bool),
                 ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool),
-                ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool)]
+                ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
+                ("transducer_head", c_bool), ("ctc_head", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -57,13 +58,16 @@ class DiarizeParams(ctypes.Structure):
                 ("chunk_left_context", c_int), ("chunk_right_context", c_int)]
 
 
+DECODER_TYPES = {None: 0, "tdt": 1, "rnnt": 1, "ctc": 2}  # transcribe_decoder_type
+
+
 class RunParams(ctypes.Structure):
     _fields_ = [("language", c_char_p), ("max_new_tokens", c_int), ("chunk_ms", c_int), ("ignore_eos", c_bool),
                 ("vad", c_void_p), ("vad_params", VadParams), ("token_callback", TokenCallback),
                 ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
                 ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int),
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
-                ("diarizer", c_void_p), ("diarize_params", DiarizeParams)]
+                ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int)]
 
 
 class Timings(ctypes.Structure):
