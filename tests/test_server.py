@@ -512,6 +512,26 @@ class WordTimestampsTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class HybridServerTest(unittest.TestCase):
+    def test_decoder_type_field_picks_the_head(self):
+        """A hybrid Parakeet (parakeet-tdt-ctc-tiny): the transducer by default and with decoder_type=tdt,
+        the CTC head with decoder_type=ctc (each its NeMo fixture's text); an unknown type is a 400."""
+        fixtures = PARAKEET_FIXTURE.parent
+        text = lambda fixture: json.loads((fixtures / fixture / "golden" / "jfk" / "hypothesis.json").read_text())["text"]
+        server = Server(model=str(Path(PARAKEET_MODEL).parent / "parakeet-tdt-ctc-tiny-f32.gguf"))
+        try:
+            for fields, fixture in (([], "parakeet-tdt-tiny"), ([("decoder_type", "tdt")], "parakeet-tdt-tiny"),
+                                    ([("decoder_type", "ctc")], "parakeet-ctc-tiny")):
+                code, _, body = transcribe(server.base, JFK, response_format="json", extra_fields=fields)
+                self.assertEqual(code, 200, body)
+                self.assertEqual(json.loads(body)["text"], text(fixture), fields)
+            code, _, body = transcribe(server.base, JFK, extra_fields=[("decoder_type", "attention")])
+            self.assertEqual(code, 400, body)
+            self.assertIn(b"decoder_type", body)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class TranslationTest(unittest.TestCase):
     def test_canary_aed_routes_give_nemos_text(self):
         """Canary AED (canary-aed-tiny, F32 cache), on jfk_div8: /v1/audio/translations with target_language de
