@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=0)
     ap.add_argument("--dump", help="write the probabilities [frames, speakers] here (.npy)")
+    ap.add_argument("--dump-steps", help="streaming: every step's input probabilities, cache and FIFO here (.npz, "
+                                         "the names of TRANSCRIBE_DUMP_DIR's stream_* files)")
     ap.add_argument("--streaming", action="store_true")
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
                     help="bf16: the encoder, projection, Transformer and head in bfloat16 (the mel and the "
@@ -89,6 +91,8 @@ def main():
         mask = mods.length_to_mask(emb_len, emb.shape[1])
         return mods.forward_speaker_sigmoids(tf(encoder_states=emb, encoder_mask=mask)).float()
 
+    steps = {"stream_preds_in": [], "stream_spkcache_after": [], "stream_fifo_after": []} if a.dump_steps else None
+
     def forward_streaming(mel, mel_len):  # SortformerEncLabelModel.forward_streaming (synchronous, batch 1)
         state = mods.init_streaming_state(batch_size=1, async_streaming=False, device=torch.device("cpu"))
         total = torch.zeros((1, 0, mods.n_spk))
@@ -103,6 +107,10 @@ def main():
             preds = mods.apply_mask_to_preds(forward_infer(emb, emb_len), emb_len)
             state, chunk_preds = mods.streaming_update(streaming_state=state, chunk=chunk_emb, preds=preds,
                                                        lc=round(left / 8), rc=math.ceil(right / 8))
+            if steps is not None:
+                steps["stream_preds_in"].append(preds[0].float().numpy().copy())
+                steps["stream_spkcache_after"].append(state.spkcache[0].float().numpy().copy())
+                steps["stream_fifo_after"].append(state.fifo[0].float().numpy().copy())
             total = torch.cat([total, chunk_preds], dim=1)
         return total
 
@@ -125,6 +133,8 @@ def main():
     total = statistics.median(times)
     if a.dump:
         np.save(a.dump, preds[0].numpy())
+    if steps is not None:
+        np.savez(a.dump_steps, **{k: np.concatenate(v) for k, v in steps.items()})
     print(json.dumps({"total_ms": round(total, 1), "x_realtime": round(len(pcm) / 16000 / (total / 1000), 2),
                       "frames": int(preds.shape[1]), "streaming": a.streaming, "threads": a.threads,
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))

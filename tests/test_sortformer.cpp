@@ -164,12 +164,13 @@ std::vector<float> rows_of(const nlohmann::json & rows) {
 // NeMo's streaming_update, step by step, on seeded inputs shaped to reach the branches the fixture
 // clip does not (sortformer-cache-cases, made by NeMo's SortformerModules: placeholder picks, no FIFO, a
 // pop past the update period and one capped at FIFO + chunk, a speaker under min_pos_scores, steps
-// without silence): the chunk's probabilities and the whole state after every step.
+// without silence, exact ties in every pick through both of torch.topk's CPU branches): the chunk's
+// probabilities and the whole state after every step.
 TEST(SpeakerCacheCases, Every_step_equals_nemos_streaming_update) {
     std::ifstream in(std::string(CANARY_AED_FIXTURE) + "/../sortformer-cache-cases/cases.json");
     ASSERT_TRUE(in.good());
     const nlohmann::json cases = nlohmann::json::parse(in)["cases"];
-    ASSERT_EQ(cases.size(), 4u);
+    ASSERT_EQ(cases.size(), 6u);
     for (const auto & c : cases) {
         const nlohmann::json & j = c["params"];
         SpeakerCacheParams p;

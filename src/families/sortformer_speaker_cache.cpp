@@ -95,6 +95,31 @@ void SpeakerCache::add_silence(const float * emb, const float * preds, int rows)
     n_sil_ = n;
 }
 
+namespace {
+// The K largest of VALUES as torch.topk(..., sorted=False) picks them on a CPU (ATen's topk_impl_loop: the
+// values as (double, index) pairs in index order, std::partial_sort of the first K where K * 64 <= N, else
+// std::nth_element at K - 1), so that among equal values the same ones are taken: a recording's identical
+// frames (digital silence) score alike, and which of them the cache keeps decides its rows' order.
+std::vector<long> torch_topk(const std::vector<float> & values, int k) {
+    using Elem = std::pair<double, long>;
+    std::vector<Elem> queue(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+        queue[i] = {double(values[i]), long(i)};
+    }
+    const auto larger = [](const Elem & x, const Elem & y) { return x.first > y.first; };
+    if (int64_t(k) * 64 <= int64_t(queue.size())) {
+        std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), larger);
+    } else {
+        std::nth_element(queue.begin(), queue.begin() + (k - 1), queue.end(), larger);
+    }
+    std::vector<long> picks(static_cast<size_t>(k));
+    for (int i = 0; i < k; ++i) {
+        picks[size_t(i)] = queue[size_t(i)].second;
+    }
+    return picks;
+}
+} // namespace
+
 // _compress_spkcache (evaluation: no speaker permutation, no score noise), in float32 as NeMo's tensors.
 void SpeakerCache::compress() {
     const size_t d = size_t(dim_), k = size_t(n_spk_);
@@ -132,33 +157,22 @@ void SpeakerCache::compress() {
         }
         // Every speaker's best frames are boosted: strongly (2 log 2) the first, weakly (log 2) more.
         for (const auto & [n_boost, boost] : {std::pair {strong, -2.0f * log_half}, std::pair {weak, -log_half}}) {
-            std::vector<int> order(static_cast<size_t>(N));
-            std::iota(order.begin(), order.end(), 0);
-            const int n = std::min(n_boost, N);
-            std::partial_sort(order.begin(), order.begin() + n, order.end(),
-                              [&](int a, int b) { return sc[size_t(a)] > sc[size_t(b)]; });
-            for (int i = 0; i < n; ++i) {
-                sc[size_t(order[size_t(i)])] += boost;
+            for (const long t : torch_topk(sc, std::min(n_boost, N))) {
+                sc[size_t(t)] += boost;
             }
         }
     }
     // Flatten speaker-major with sil silence rows (+inf) after each speaker, keep the L best; -inf
     // picks become placeholders. Sorting the flat indices orders the cache speaker by speaker.
     const long stride = N + sil;
-    std::vector<std::pair<float, long>> flat;
+    std::vector<float> flat;
     for (size_t s = 0; s < k; ++s) {
-        for (int t = 0; t < N; ++t) {
-            flat.emplace_back(scores[s][size_t(t)], long(s) * stride + t);
-        }
-        for (int t = 0; t < sil; ++t) {
-            flat.emplace_back(kInf, long(s) * stride + N + t);
-        }
+        flat.insert(flat.end(), scores[s].begin(), scores[s].end());
+        flat.insert(flat.end(), size_t(sil), kInf);
     }
-    std::partial_sort(flat.begin(), flat.begin() + L, flat.end(),
-                      [](const auto & a, const auto & b) { return a.first > b.first; });
-    std::vector<long> picks(static_cast<size_t>(L));
-    for (int i = 0; i < L; ++i) {
-        picks[size_t(i)] = flat[size_t(i)].first == -kInf ? kMaxIndex : flat[size_t(i)].second;
+    std::vector<long> picks = torch_topk(flat, L);
+    for (long & pick : picks) {
+        pick = flat[size_t(pick)] == -kInf ? kMaxIndex : pick;
     }
     std::sort(picks.begin(), picks.end());
 
