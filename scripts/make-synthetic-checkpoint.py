@@ -12,6 +12,7 @@
       --preset full   nvidia/parakeet-tdt-0.6b-v2's shapes (d_model 1024, 24 layers, 8 heads, ff 4096, 128 mels,
                       prediction net 640 x 2 LSTM layers, joint 640, vocab 1024 + blank, durations 0-4): ~2.5 GB
       --preset small  toy sizes
+      --preset full-v3 / small-v3  the same with parakeet-tdt-0.6b-v3's 8192-piece vocabulary
     The config is the bundled parakeet-tdt-tiny fixture's with the dimensions changed; the 1024-piece
     tokenizer is trained (SentencePiece BPE, as NeMo's create_spt_model) on /usr/share/common-licenses.
   --family canary-aed: F32 weights, OUT/model.nemo (EncDecMultiTaskModel)
@@ -229,6 +230,9 @@ PARAKEET_PRESETS = {
     "small": dict(d_model=128, layers=2, heads=4, sub_channels=32, n_mels=128, conv_kernel=9, pred=64,
                   pred_layers=2, joint=64, vocab=128),
 }
+# parakeet-tdt-0.6b-v3: v2's shapes with an 8192-piece vocabulary (25 languages).
+PARAKEET_PRESETS["full-v3"] = dict(PARAKEET_PRESETS["full"], vocab=8192)
+PARAKEET_PRESETS["small-v3"] = dict(PARAKEET_PRESETS["small"], vocab=8192)
 PARAKEET_FIXTURE = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
 
 
@@ -497,11 +501,14 @@ def write_sortformer(out: Path, preset: str, seed: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed", "sortformer"], default="canary-qwen")
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS)), default="full",
+                    help="full-v3 / small-v3: --family parakeet-tdt only")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--tokenizer-from", default=str(ROOT / "tests" / "fixtures" / "canary-qwen-tiny" / "llm"))
     a = ap.parse_args()
+    if a.preset not in PRESETS and a.family != "parakeet-tdt":
+        ap.error(f"--preset {a.preset} is for --family parakeet-tdt")
     if a.family == "parakeet-tdt":
         write_parakeet(Path(a.out), a.preset, a.seed)
         return 0

@@ -274,6 +274,29 @@ class Cli(unittest.TestCase):
 
 
 class ParakeetCli(unittest.TestCase):
+    def test_a_v3_vocabulary_loads_and_runs(self):
+        """parakeet-tdt-0.6b-v3's layout (make-synthetic-checkpoint --preset small-v3: an 8192-piece
+        vocabulary, a joint of 8192 + blank + 5 durations): it converts, loads and transcribes, every id in
+        the vocabulary, words timed."""
+        root = Path(__file__).resolve().parent.parent
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            for cmd in ([sys.executable, str(root / "scripts" / "make-synthetic-checkpoint.py"), "--family", "parakeet-tdt",
+                         "--preset", "small-v3", "--out", str(tmp / "v3")],
+                        [sys.executable, str(root / "scripts" / "convert-parakeet.py"), "--nemo", str(tmp / "v3" / "model.nemo"),
+                         "-o", str(tmp / "v3.gguf"), "--outtype", "f32"]):
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("vocab 8192 + blank", r.stdout)
+            r = cli("-m", str(tmp / "v3.gguf"), "--json", str(PARAKEET_FIXTURE / "audio" / "jfk.wav"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            ids = [t for s in j["segments"] for t in s["tokens"]]
+            self.assertTrue(ids)
+            self.assertTrue(all(0 <= t < 8192 for t in ids))
+            self.assertGreater(max(ids), 1024)  # the random joint reaches past v2's vocabulary
+            self.assertTrue(j["words"])
+
     def test_json_words_are_nemos(self):
         """--json with a word-timed model: words (top level and per segment) with NeMo's texts and times."""
         for clip in ("jfk", "jfk_div8", "tone_noise_3s"):
