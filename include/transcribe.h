@@ -127,9 +127,6 @@ TRANSCRIBE_API transcribe_status transcribe_detokenize(const transcribe_model * 
 typedef struct transcribe_diarizer     transcribe_diarizer;
 typedef struct transcribe_diarization  transcribe_diarization;
 
-/* How a recording is diarized. AUTO: the offline path up to the model's max_audio_ms; past it the
- * streaming path (speaker cache, any length) with the long-form sizes (the v2 model card's 30.4 s
- * setting) on a model trained for streaming, INPUT_TOO_LONG on one that is not. */
 /* Which head decodes (transcribe_run_params.decoder_type). */
 typedef enum transcribe_decoder_type {
     TRANSCRIBE_DECODER_DEFAULT    = 0, /* the model's: the transducer where there is one */
@@ -137,6 +134,9 @@ typedef enum transcribe_decoder_type {
     TRANSCRIBE_DECODER_CTC        = 2,
 } transcribe_decoder_type;
 
+/* How a recording is diarized. AUTO: the offline path up to the model's max_audio_ms; past it the
+ * streaming path (speaker cache, any length) with the long-form sizes (the v2 model card's 30.4 s
+ * setting) on a model trained for streaming, INPUT_TOO_LONG on one that is not. */
 typedef enum transcribe_diarize_mode {
     TRANSCRIBE_DIARIZE_AUTO      = 0,
     TRANSCRIBE_DIARIZE_OFFLINE   = 1,

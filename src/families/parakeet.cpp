@@ -134,7 +134,6 @@ private:
 
     const ParakeetModel &            model_;
     SpeechEncoder::Run               encode_tdt_, encode_ctc_; // graphs are built for the head a run takes
-
     std::unique_ptr<TransducerState> state_; // TDT
 };
 

@@ -17,6 +17,23 @@ namespace transcribe {
 
 constexpr int QUERY_LANES = 16;
 
+// One F32 operand [head_dim, heads, rows] (q, k, v, positions): where row r of head h starts.
+struct Rows {
+    const char * data;
+    size_t       head_bytes, row_bytes;
+    const float * at(int64_t r, int64_t h) const {
+        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
+    }
+};
+
+inline Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t->data), t->nb[1], t->nb[2]}; }
+
+// Whether T is such an operand: F32 [hd, heads, rows], each head's row contiguous.
+inline bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
+    return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
+           t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
+}
+
 // 16 values (F16 or F32) at P as F32.
 template <ggml_type T> QUERY_LANES_TARGET inline __m512 load16_as_f32(const void * p) {
     if constexpr (T == GGML_TYPE_F16) {

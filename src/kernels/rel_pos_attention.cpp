@@ -19,15 +19,6 @@ constexpr int QUERIES = QUERY_LANES; // per block: one vector lane each
 constexpr int KEYS    = SCORED_ROWS; // keys or positions scored at a time
 constexpr int RING    = 64; // position rows kept until every query of the block has taken its one
 
-// One F32 operand [head_dim, heads, rows]: where row r of head h starts.
-struct Rows {
-    const char * data;
-    size_t       head_bytes, row_bytes;
-    const float * at(int64_t r, int64_t h) const {
-        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
-    }
-};
-
 struct Operands {
     Rows          q, k, v, p;
     const char *  bias_u, *bias_v;
@@ -37,8 +28,6 @@ struct Operands {
     int64_t       heads, T, R;
     float         scale;
 };
-
-Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t->data), t->nb[1], t->nb[2]}; }
 
 // QT[d][lane] = x_{i0 + lane}[d] + bias[d] for the block's queries (zeros past T): the block's queries
 // transposed, one vector per dimension.
@@ -138,11 +127,6 @@ template <int HD> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
     for (int64_t b = ith; b < o.heads * blocks; b += nth) {
         attend_block<HD>(o, b / blocks, (b % blocks) * QUERIES);
     }
-}
-
-bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
-    return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
-           t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
 }
 
 } // namespace

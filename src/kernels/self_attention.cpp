@@ -14,17 +14,6 @@ namespace {
 
 constexpr int QUERIES = QUERY_LANES; // per block: one vector lane each
 
-// One F32 operand [head_dim, heads, rows]: where row r of head h starts.
-struct Rows {
-    const char * data;
-    size_t       head_bytes, row_bytes;
-    const float * at(int64_t r, int64_t h) const {
-        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
-    }
-};
-
-Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t->data), t->nb[1], t->nb[2]}; }
-
 // Queries i0..i0+15 of head h (those below T) against all T keys.
 template <int HD>
 QUERY_LANES_TARGET void attend_block(const Rows & q, const Rows & k, const Rows & v, float * out, size_t out_head,
@@ -69,11 +58,6 @@ template <int... HD> ggml_custom_op_t kernel_for(int64_t hd, std::integer_sequen
     ggml_custom_op_t fn = nullptr;
     ((fn = hd == 8 * (HD + 1) ? run<8 * (HD + 1)> : fn), ...);
     return fn;
-}
-
-bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
-    return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
-           t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // decodes (a hybrid Parakeet).
 #pragma once
 
+#include "decoder_type.h"
 #include "transcribe.h"
 
 #include <CLI/CLI.hpp>
@@ -35,9 +36,7 @@ struct TaskOptions {
         rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
         rp.beam_size       = beam;
         rp.no_punctuation  = no_pnc;
-        rp.decoder_type    = decoder_type.empty()   ? TRANSCRIBE_DECODER_DEFAULT
-                             : decoder_type == "ctc" ? TRANSCRIBE_DECODER_CTC
-                                                     : TRANSCRIBE_DECODER_TRANSDUCER;
+        decoder_type_from_name(decoder_type, &rp.decoder_type); // CLI11 let only the known names through
     }
 };
 

@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "../common/decoder_type.h"
 #include "../common/formats.h"
 #include "../common/text_stream.h"
 #include "connection_watch.h"
@@ -340,13 +341,10 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     request.beam_size = std::stoi(beam);
     // Our extension: decoder_type=tdt|rnnt|ctc picks a hybrid Parakeet's head (NeMo's decoder_type).
     const std::string decoder = form_field(req, "decoder_type", "");
-    if (!decoder.empty() && decoder != "tdt" && decoder != "rnnt" && decoder != "ctc") {
+    if (!decoder_type_from_name(decoder, &request.decoder_type)) {
         send_error(res, 400, "decoder_type must be tdt, rnnt or ctc (got '" + decoder + "')", "decoder_type");
         return;
     }
-    request.decoder_type = decoder.empty()    ? TRANSCRIBE_DECODER_DEFAULT
-                           : decoder == "ctc" ? TRANSCRIBE_DECODER_CTC
-                                              : TRANSCRIBE_DECODER_TRANSDUCER;
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
     const std::string draft = form_field(req, "draft", "true");
     if (draft != "true" && draft != "false") {
