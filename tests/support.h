@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -99,5 +101,26 @@ ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::
                  transcribe::DecoderType decoder = transcribe::DecoderType::Default);
 // 16 free-running greedy ids (no stop at EOS, like the goldens).
 std::vector<int32_t> greedy(transcribe::Model & model, const std::string & clip, ggml_type kv);
+
+// The end of an attention reference in double: one query's scaled SCORES through a softmax, then
+// OUT(d) = sum_j p_j * VALUE(j, d) for d < HD.
+template <class Value, class Out> void softmax_weighted_sum(std::vector<double> scores, int64_t hd, Value value, Out out) {
+    double top = -INFINITY;
+    for (const double x : scores) {
+        top = std::max(top, x);
+    }
+    double sum = 0;
+    for (double & x : scores) {
+        x = std::exp(x - top);
+        sum += x;
+    }
+    for (int64_t d = 0; d < hd; ++d) {
+        double o = 0;
+        for (size_t j = 0; j < scores.size(); ++j) {
+            o += scores[j] * value(int64_t(j), d);
+        }
+        out(d, o / sum);
+    }
+}
 
 } // namespace test

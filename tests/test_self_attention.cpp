@@ -49,27 +49,15 @@ struct Operands : test::CpuOperands {
         std::vector<double> s(static_cast<size_t>(T));
         for (int64_t h = 0; h < H; ++h) {
             for (int64_t i = 0; i < T; ++i) {
-                double top = -INFINITY;
                 for (int64_t j = 0; j < T; ++j) {
                     double dot = 0;
                     for (int64_t d = 0; d < hd; ++d) {
                         dot += at(hq, i, h, d) * at(hk, j, h, d);
                     }
                     s[size_t(j)] = dot * double(scale);
-                    top          = std::max(top, s[size_t(j)]);
                 }
-                double sum = 0;
-                for (double & x : s) {
-                    x = std::exp(x - top);
-                    sum += x;
-                }
-                for (int64_t d = 0; d < hd; ++d) {
-                    double o = 0;
-                    for (int64_t j = 0; j < T; ++j) {
-                        o += s[size_t(j)] * at(hv, j, h, d);
-                    }
-                    out[size_t((i * H + h) * hd + d)] = float(o / sum);
-                }
+                test::softmax_weighted_sum(s, hd, [&](int64_t j, int64_t d) { return at(hv, j, h, d); },
+                                           [&](int64_t d, double o) { out[size_t((i * H + h) * hd + d)] = float(o); });
             }
         }
         return out;
