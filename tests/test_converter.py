@@ -382,6 +382,23 @@ class ParakeetConverter(NemoConverterCase):
         self.out.unlink()
         self.expect_error(self.convert_edited(other_vocab), "aux_ctc")
 
+    def test_a_hybrids_open_aux_ctc_fields_are_filled_as_nemo_fills_them(self):
+        """NeMo's hybrid fills aux_ctc.decoder's feat_in from the encoder and its class count from the
+        tokenizer when the config leaves them open (feat_in null, num_classes -1, no vocabulary): the same
+        head converts."""
+        hybrid = ROOT / "tests" / "fixtures" / "parakeet-tdt-ctc-tiny" / "model.nemo"
+        import yaml
+        self.members = nemo_members(hybrid)
+
+        def open_fields(members):
+            cfg = yaml.safe_load(members["./model_config.yaml"])
+            cfg["aux_ctc"]["decoder"].update(feat_in=None, num_classes=-1, vocabulary=[])
+            members["./model_config.yaml"] = yaml.safe_dump(cfg, sort_keys=False).encode()
+        r = self.convert_edited(open_fields)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tensors = {t.name: t for t in gguf.GGUFReader(str(self.out)).tensors}
+        self.assertEqual(list(tensors["ctc.weight"].shape), [64, 129])
+
     def test_segment_rules_from_the_decoding_section(self):
         """NeMo's segment separators and gap threshold come from the model's decoding section (the fixture
         sets neither: NeMo's defaults ['.', '!', '?'] and no gap)."""
@@ -529,6 +546,17 @@ class SortformerConverter(NemoConverterCase):
             members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"normalize: per_feature",
                                                                                     b"normalize: all_features")
         self.expect_error(self.convert_edited(edit), "unsupported mel normalisation all_features")
+
+    def test_a_falsy_normalize_is_no_normalisation(self):
+        """FilterbankFeatures normalises only when `normalize` is truthy: null (or false) is the log-mel as it
+        is, like v2's "NA"."""
+        for value in (b"null", b"false"):
+            def edit(members, value=value):
+                members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"normalize: per_feature",
+                                                                                        b"normalize: " + value)
+            r = self.convert_edited(edit)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(gguf.GGUFReader(str(self.out)).fields["mel.normalize"].contents(), "none", value)
 
 
 if __name__ == "__main__":
