@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Convert an NVIDIA Parakeet `.nemo` archive into one transcribe GGUF: TDT (EncDecRNNTBPEModel with the TDT
-loss; architecture parakeet_tdt; a hybrid EncDecHybridRNNTCTCBPEModel also gets its aux_ctc head) or CTC
-(EncDecCTCModelBPE: a ConvASRDecoder head; parakeet_ctc).
+loss; architecture parakeet_tdt), RNNT (the same class with the standard RNNT loss; parakeet_rnnt) or CTC
+(EncDecCTCModelBPE: a ConvASRDecoder head; parakeet_ctc). A hybrid EncDecHybridRNNTCTCBPEModel is its
+transducer's architecture with its aux_ctc head too.
 
 Reads the tar, the YAML config, the torch.save'd state dict (restricted unpickler, no torch) and the
 SentencePiece model (python3-sentencepiece); no NeMo. Storage: the FastConformer as for every NeMo
@@ -24,42 +25,62 @@ from convert_common import (FILE_TYPE, ConvertError, Plan, add_frontend_keys, as
 from nemo_archive import NemoArchive
 
 ARCH = "parakeet_tdt"
+RNNT_ARCH = "parakeet_rnnt"
 CTC_ARCH = "parakeet_ctc"
 MAX_AUDIO_MS = 120000  # per run; longer recordings are cut at pauses (attention memory grows as T^2)
 
 
-def tdt_hparams(cfg: dict, where: str) -> dict:
+def transducer_durations(cfg: dict, where: str) -> list:
+    """TDT's durations, or [] for a standard RNNT, as EncDecRNNTModel decides: the loss names the model
+    (`tdt`: durations from its tdt_kwargs, which set_decoding_type_according_to_loss copies into the
+    decoding; `multiblank_rnnt`: big blanks, not supported); any other loss keeps the decoding section's
+    own durations, and a decoding without them is RNNT (RNNTDecoding reads durations, not model_type)."""
+    decoding = cfg.get("decoding") or {}
+    loss = cfg.get("loss") or {}
+    loss_name = loss.get("loss_name", "default")
+    if loss_name == "multiblank_rnnt":
+        raise ConvertError(f"{where}: multi-blank RNNT (loss multiblank_rnnt) is not supported")
+    if loss_name == "tdt":
+        durations = ((loss.get("tdt_kwargs") or {}).get("durations") or decoding.get("durations")
+                     or (cfg.get("model_defaults") or {}).get("tdt_durations"))
+        if not durations:
+            raise ConvertError(f"{where}: loss tdt without durations (loss.tdt_kwargs.durations): not a TDT model")
+        return list(durations)
+    return list(decoding.get("durations") or [])
+
+
+def transducer_hparams(cfg: dict, where: str) -> dict:
     try:
         dec, joint = cfg["decoder"], cfg["joint"]
         pred, jn = dec["prednet"], joint["jointnet"]
         decoding = cfg.get("decoding") or {}
-        durations = (cfg.get("model_defaults") or {}).get("tdt_durations") or decoding.get("durations")
-        if not durations:
-            raise ConvertError(f"{where}: no TDT durations (model_defaults.tdt_durations): not a TDT model")
-        if decoding.get("model_type", "tdt") != "tdt":
-            raise ConvertError(f"{where}: decoding.model_type {decoding.get('model_type')!r} is not tdt")
+        durations = transducer_durations(cfg, where)
         if jn.get("activation", "relu") != "relu":
             raise ConvertError(f"{where}: joint activation {jn.get('activation')!r} is not supported (relu)")
         if dec.get("normalization_mode") not in (None, "null"):
             raise ConvertError(f"{where}: prediction-net normalization {dec.get('normalization_mode')!r} is not supported")
         if not dec.get("blank_as_pad", True):
             raise ConvertError(f"{where}: blank_as_pad=false is not supported")
+        greedy = decoding.get("greedy") or {}
         hp = {
             "vocab": int(dec["vocab_size"]),
             "pred_hidden": int(pred["pred_hidden"]),
             "pred_layers": int(pred["pred_rnn_layers"]),
             "joint_hidden": int(jn["joint_hidden"]),
             "durations": [int(d) for d in durations],
-            "max_symbols": int(((decoding.get("greedy") or {}).get("max_symbols")) or 10),
+            # RNNTDecoding: greedy.max_symbols, else max_symbols_per_step (the config's default 10)
+            "max_symbols": int(greedy.get("max_symbols") or greedy.get("max_symbols_per_step") or 10),
         }
-        if int(joint["num_classes"]) != hp["vocab"] or int(joint.get("num_extra_outputs", 0)) != len(durations):
+        if int(joint["num_classes"]) != hp["vocab"] or int(joint.get("num_extra_outputs", 0) or 0) != len(durations):
             raise ConvertError(f"{where}: joint outputs ({joint['num_classes']} + {joint.get('num_extra_outputs')}) "
                                f"do not match vocab {hp['vocab']} + {len(durations)} durations")
-        if sorted(set(hp["durations"])) != hp["durations"] or hp["durations"][0] < 0:
+        if sorted(set(hp["durations"])) != hp["durations"] or (durations and hp["durations"][0] < 0):
             raise ConvertError(f"{where}: durations {hp['durations']} must be distinct, ascending, >= 0")
+        if hp["max_symbols"] <= 0:
+            raise ConvertError(f"{where}: decoding.greedy.max_symbols must be positive")
         return hp
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConvertError(f"{where}: not a Parakeet-TDT config (missing or invalid {exc})") from None
+        raise ConvertError(f"{where}: not a Parakeet transducer config (missing or invalid {exc})") from None
 
 
 def is_ctc(cfg: dict) -> bool:
@@ -182,7 +203,8 @@ def convert(args) -> None:
         vocab = head["vocab"]
         plan = build_ctc_plan(nemo.checkpoint(), enc, vocab, args.outtype)
     else:
-        arch, head = ARCH, tdt_hparams(cfg, where)
+        head = transducer_hparams(cfg, where)
+        arch = ARCH if head["durations"] else RNNT_ARCH
         vocab = head["vocab"]
         plan = build_plan(nemo.checkpoint(), enc, head, args.outtype)
     # EncDecHybridRNNTCTCBPEModel (parakeet-tdt_ctc-110m): the transducer and, in aux_ctc, a CTC head over the
@@ -214,7 +236,8 @@ def convert(args) -> None:
         w.add_uint32(a + "pred_hidden", head["pred_hidden"])
         w.add_uint32(a + "pred_layers", head["pred_layers"])
         w.add_uint32(a + "joint_hidden", head["joint_hidden"])
-        w.add_array(a + "durations", head["durations"])
+        if head["durations"]:
+            w.add_array(a + "durations", head["durations"])
         w.add_uint32(a + "max_symbols", head["max_symbols"])
     w.add_uint32(a + "max_audio_ms", MAX_AUDIO_MS)
     w.add_array(a + "punctuation", punct)
@@ -232,7 +255,8 @@ def convert(args) -> None:
     w.add_token_types(types)
     w.add_unk_token_id(unk_id)
     plan.write(w)
-    what = "CTC head" if ctc else f"durations {head['durations']}" + (" and a CTC head" if aux_ctc is not None else "")
+    what = "CTC head" if ctc else (f"durations {head['durations']}" if head["durations"] else "RNNT") + \
+        (" and a CTC head" if aux_ctc is not None else "")
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {len(plan.items)} tensors, vocab {vocab} + blank, "
           f"{what}, outtype {args.outtype})")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts the tiny fixtures into the GGUF files the tests load. Canary-Qwen: F32 (parity), BF16 (the
 default outtype), F16, and one with a deliberately wrong LoRA scale (alpha = r, scale 1 instead of 4).
-Parakeet-TDT and Parakeet-CTC: F32 and BF16 from the .nemo archives."""
+Parakeet (TDT, CTC, the TDT+CTC hybrid, RNNT): F32 and BF16 from the .nemo archives."""
 import argparse
 import json
 import os
@@ -45,9 +45,10 @@ def main():
     os.symlink((ckpt / "model.safetensors").resolve(), wrong / "model.safetensors")
     convert(a.converter, wrong, llm, out / "canary-qwen-tiny-wrong-lora.gguf", "f32")
 
-    hybrid_fixture = Path(a.parakeet_fixture).parent / "parakeet-tdt-ctc-tiny"
+    fixtures = Path(a.parakeet_fixture).parent
     for name, fixture_dir in (("parakeet-tdt-tiny", a.parakeet_fixture), ("parakeet-ctc-tiny", a.parakeet_ctc_fixture),
-                              ("parakeet-tdt-ctc-tiny", hybrid_fixture)):
+                              ("parakeet-tdt-ctc-tiny", fixtures / "parakeet-tdt-ctc-tiny"),
+                              ("parakeet-rnnt-tiny", fixtures / "parakeet-rnnt-tiny")):
         nemo = Path(fixture_dir) / "model.nemo"
         for outtype in ("f32", "bf16"):
             subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o",

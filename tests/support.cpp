@@ -50,6 +50,11 @@ const Fixture & parakeet_ctc_fixture() {
     return f;
 }
 
+const Fixture & parakeet_rnnt_fixture() {
+    static const Fixture f(std::string(PARAKEET_CTC_FIXTURE) + "/../parakeet-rnnt-tiny");
+    return f;
+}
+
 const Fixture & canary_aed_fixture() {
     static const Fixture f(CANARY_AED_FIXTURE);
     return f;

@@ -38,6 +38,7 @@ private:
 const Fixture & canary_fixture();
 const Fixture & parakeet_fixture();
 const Fixture & parakeet_ctc_fixture();
+const Fixture & parakeet_rnnt_fixture(); // its encoder goldens are parakeet_fixture()'s
 const Fixture & canary_aed_fixture();
 const Fixture & canary_aed_v2_fixture(); // its audio and encoder goldens are canary_aed_fixture()'s
 

@@ -250,6 +250,7 @@ class TorchCheckpointWriter(unittest.TestCase):
 
 PARAKEET_CONVERTER = ROOT / "scripts" / "convert-parakeet.py"
 PARAKEET_NEMO = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
+PARAKEET_RNNT_NEMO = ROOT / "tests" / "fixtures" / "parakeet-rnnt-tiny" / "model.nemo"
 PARAKEET_CTC_NEMO = ROOT / "tests" / "fixtures" / "parakeet-ctc-tiny" / "model.nemo"
 
 
@@ -355,6 +356,33 @@ class ParakeetConverter(NemoConverterCase):
         self.members = nemo_members(PARAKEET_CTC_NEMO)
         self.out.unlink()
         self.expect_error(self.convert_edited(wrong_width), "feat_in")
+
+    def test_an_rnnt_checkpoint_is_parakeet_rnnt_without_durations(self):
+        """EncDecRNNTBPEModel with the standard loss (parakeet-rnnt-tiny): architecture parakeet_rnnt, the
+        joint's vocab + 1 outputs, no durations key, the decoding's max_symbols. The loss decides, as
+        EncDecRNNTModel does: the TDT fixture's config with a default loss and no durations is RNNT; a
+        multi-blank loss is an error; a TDT joint without durations is one too."""
+        r = self.convert(PARAKEET_RNNT_NEMO, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        field = lambda k: g.fields[k].parts[g.fields[k].data[0]].tolist()
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_rnnt")
+        self.assertNotIn("parakeet_rnnt.durations", g.fields)
+        self.assertEqual(field("parakeet_rnnt.max_symbols"), [3])
+        self.assertEqual((field("parakeet_rnnt.vocab_size"), field("parakeet_rnnt.blank_id")), ([128], [128]))
+        tensors = {t.name: t for t in g.tensors}
+        self.assertEqual(list(tensors["joint.out.weight"].shape), [32, 129])
+        self.assertFalse(any(n.startswith("ctc.") for n in tensors))
+        self.out.unlink()
+
+        def multiblank(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"loss_name: tdt", b"loss_name: multiblank_rnnt")
+        self.expect_error(self.convert_edited(multiblank), "multi-blank")
+
+        def rnnt_loss_with_tdt_joint(members):  # durations gone, the joint still has 5 extra outputs
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"loss_name: tdt", b"loss_name: default") \
+                .replace(b"durations", b"other_key")
+        self.expect_error(self.convert_edited(rnnt_loss_with_tdt_joint), "do not match vocab 128 + 0 durations")
 
     def test_a_hybrid_gets_the_transducer_and_its_aux_ctc_head(self):
         """EncDecHybridRNNTCTCBPEModel (parakeet-tdt-ctc-tiny): architecture parakeet_tdt with every transducer

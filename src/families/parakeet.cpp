@@ -1,9 +1,9 @@
 // NVIDIA Parakeet (NeMo's FastConformer ASR models): NeMo mel -> FastConformer -> a head, decoded
-// greedily as NeMo's greedy_batch decoders do: TDT (EncDecRNNTBPEModel with the TDT loss: the
-// transducer's prediction net and joint, tokens with durations) or CTC (EncDecCTCModelBPE: a linear
-// layer over every frame, the frames' argmaxes folded); a hybrid (EncDecHybridRNNTCTCBPEModel) has both
-// over one encoder and runs either (the transducer unless asked). SentencePiece text and NeMo's token /
-// word / segment times, each head's token times by its own rules.
+// greedily as NeMo's greedy_batch decoders do: a transducer (EncDecRNNTBPEModel: the prediction net and
+// joint; with the TDT loss tokens carry durations, with the standard RNNT loss they do not) or CTC
+// (EncDecCTCModelBPE: a linear layer over every frame, the frames' argmaxes folded); a hybrid
+// (EncDecHybridRNNTCTCBPEModel) has both over one encoder and runs either (the transducer unless asked).
+// SentencePiece text and NeMo's token / word / segment times, each head's token times by its own rules.
 #include "blocks/speech_encoder.h"
 #include "blocks/transducer.h"
 #include "core/npy.h"
@@ -18,7 +18,7 @@ namespace transcribe {
 
 namespace {
 
-enum class Head { Tdt, Ctc };
+enum class Head { Transducer, Ctc };
 
 class ParakeetModel final : public Model {
 public:
@@ -30,13 +30,14 @@ public:
         if (vocab_ <= 0 || f.get_u32(a + "blank_id") != uint32_t(vocab_)) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: blank id must follow the vocabulary", f.path().c_str());
         }
-        if (head == Head::Tdt) {
-            transducer_ = std::make_unique<Transducer>(f, transducer_hparams(f), encoder_.hparams().d_model);
-            durations_   = f.get_i32_array(a + "durations");
+        if (head == Head::Transducer) { // TDT when the file has durations, RNNT when it has none
+            durations_   = f.has_key(a + "durations") ? f.get_i32_array(a + "durations") : std::vector<int32_t> {};
+            transducer_  = std::make_unique<Transducer>(f, transducer_hparams(f, int(durations_.size())), encoder_.hparams().d_model);
             max_symbols_ = int(f.get_u32(a + "max_symbols", 10));
-            if (durations_.empty() || int(durations_.size()) != transducer_->hparams().extra || max_symbols_ <= 0 ||
+            if ((f.architecture() == "parakeet_tdt") == durations_.empty() || max_symbols_ <= 0 ||
                 std::any_of(durations_.begin(), durations_.end(), [](int32_t d) { return d < 0 || d > 1000; })) {
-                fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid TDT durations / max_symbols", f.path().c_str());
+                fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid transducer durations / max_symbols (parakeet_tdt has "
+                     "durations, parakeet_rnnt none)", f.path().c_str());
             }
         }
         if (head == Head::Ctc || f.find("ctc.weight")) { // a CTC model, or a hybrid's second head
@@ -47,7 +48,7 @@ public:
         rules_.segment_separators = f.get_str_array(a + "segment_separators");
         rules_.segment_gap_frames = f.get_u32(a + "segment_gap_threshold", 0);
         ctc_rules_ = rules_;
-        if (head == Head::Tdt && ctc_w_) { // the hybrid's CTC decoding section is its own
+        if (head == Head::Transducer && ctc_w_) { // the hybrid's CTC decoding section is its own
             ctc_rules_.segment_separators = f.get_str_array(a + "ctc.segment_separators");
             ctc_rules_.segment_gap_frames = f.get_u32(a + "ctc.segment_gap_threshold", 0);
         }
@@ -71,13 +72,14 @@ public:
 
     std::unique_ptr<Session> new_session(const SessionOptions & options) override;
 
-    static TransducerHParams transducer_hparams(const ModelFile & f) {
+    static TransducerHParams transducer_hparams(const ModelFile & f, int n_durations) {
+        const std::string a = f.architecture() + ".";
         TransducerHParams hp;
-        hp.vocab        = int(f.get_u32("parakeet_tdt.vocab_size"));
-        hp.pred_hidden  = int(f.get_u32("parakeet_tdt.pred_hidden"));
-        hp.pred_layers  = int(f.get_u32("parakeet_tdt.pred_layers"));
-        hp.joint_hidden = int(f.get_u32("parakeet_tdt.joint_hidden"));
-        hp.extra        = int(f.get_i32_array("parakeet_tdt.durations").size());
+        hp.vocab        = int(f.get_u32(a + "vocab_size"));
+        hp.pred_hidden  = int(f.get_u32(a + "pred_hidden"));
+        hp.pred_layers  = int(f.get_u32(a + "pred_layers"));
+        hp.joint_hidden = int(f.get_u32(a + "joint_hidden"));
+        hp.extra        = n_durations;
         return hp;
     }
 
@@ -86,17 +88,17 @@ public:
         if (asked == DecoderType::Default) {
             return default_head_;
         }
-        const Head head = asked == DecoderType::Ctc ? Head::Ctc : Head::Tdt;
-        if ((head == Head::Ctc && !ctc_w_) || (head == Head::Tdt && !transducer_)) {
+        const Head head = asked == DecoderType::Ctc ? Head::Ctc : Head::Transducer;
+        if ((head == Head::Ctc && !ctc_w_) || (head == Head::Transducer && !transducer_)) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "model %s has no %s head (it decodes with its %s head only)",
                  info_.name.c_str(), head == Head::Ctc ? "CTC" : "transducer", ctc_w_ ? "CTC" : "transducer");
         }
         return head;
     }
 
-    // What the encoder stage ends with: the joint's encoder projection (TDT) or the CTC logits.
+    // What the encoder stage ends with: the joint's encoder projection (transducer) or the CTC logits.
     ggml_tensor * encoder_head(ggml_context * ctx, ggml_tensor * enc, Head head) const {
-        return head == Head::Tdt ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
+        return head == Head::Transducer ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
     }
 
     std::unique_ptr<ModelFile>  file_;
@@ -104,8 +106,8 @@ public:
     Head                        default_head_;
     SpeechEncoder               encoder_;
     int                         vocab_ = 0;
-    std::unique_ptr<Transducer> transducer_; // TDT
-    std::vector<int32_t>        durations_;
+    std::unique_ptr<Transducer> transducer_;
+    std::vector<int32_t>        durations_; // TDT's; none for RNNT
     int                         max_symbols_ = 10;
     ggml_tensor *               ctc_w_ = nullptr, * ctc_b_ = nullptr; // CTC
     SubwordRules                rules_, ctc_rules_; // the transducer's decoding section's, the CTC head's
@@ -116,7 +118,7 @@ public:
     ParakeetSession(const ParakeetModel & model, const SessionOptions & opt)
         : SessionBase(model.device_, opt),
           model_(model),
-          encode_tdt_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc, Head::Tdt); }),
+          encode_transducer_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc, Head::Transducer); }),
           encode_ctc_(model.encoder_, [&model](ggml_context * ctx, ggml_tensor * enc) { return model.encoder_head(ctx, enc, Head::Ctc); }) {
         if (model.transducer_) {
             state_ = std::make_unique<TransducerState>(*model.transducer_, exec_);
@@ -127,14 +129,14 @@ public:
 
 private:
     // The greedy decoders: tokens into OUT, each token's NeMo offsets (frames) into TIMED.
-    void decode_tdt(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
+    void decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
                     std::vector<TimedToken> & timed);
     void decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, Transcript & out,
                     std::vector<TimedToken> & timed);
 
     const ParakeetModel &            model_;
-    SpeechEncoder::Run               encode_tdt_, encode_ctc_; // graphs are built for the head a run takes
-    std::unique_ptr<TransducerState> state_; // TDT
+    SpeechEncoder::Run               encode_transducer_, encode_ctc_; // graphs are built for the head a run takes
+    std::unique_ptr<TransducerState> state_;
 };
 
 std::unique_ptr<Session> ParakeetModel::new_session(const SessionOptions & options) {
@@ -153,7 +155,7 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
 
     const int T = model_.encoder_.frames(n_samples);
     const std::vector<float> head_out =
-        (head == Head::Tdt ? encode_tdt_ : encode_ctc_)(exec_, pcm, n_samples, opt_.n_threads, timings_);
+        (head == Head::Transducer ? encode_transducer_ : encode_ctc_)(exec_, pcm, n_samples, opt_.n_threads, timings_);
     check_abort("encoder");
     check_cancelled(options, "encoder");
     progress(options, 0.6f);
@@ -161,8 +163,8 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     StageTimer decode_timer;
     Transcript out;
     std::vector<TimedToken> timed;
-    if (head == Head::Tdt) {
-        decode_tdt(head_out, T, options, out, timed);
+    if (head == Head::Transducer) {
+        decode_transducer(head_out, T, options, out, timed);
     } else {
         decode_ctc(head_out, T, options, out, timed);
     }
@@ -171,12 +173,12 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     // Text and times by NeMo's rules; offsets in encoder frames.
     out.timed = true;
     const Tokenizer & tok = model_.tokenizer();
-    const SubwordRules & rules = head == Head::Tdt ? model_.rules_ : model_.ctc_rules_;
+    const SubwordRules & rules = head == Head::Transducer ? model_.rules_ : model_.ctc_rules_;
     out.text = strip_space_before_punctuation(tok.decode(out.tokens), rules);
-    if (head == Head::Tdt) {
-        refine_punctuation_times(timed, tok, rules);
-    } else {
+    if (head == Head::Ctc) {
         refine_ctc_punctuation_times(timed, tok, rules);
+    } else if (!model_.durations_.empty()) { // TDT's rule; NeMo refines no RNNT time
+        refine_punctuation_times(timed, tok, rules);
     }
     const int64_t ms = model_.encoder_.frame_ms();
     const std::vector<TimedText> words = word_offsets(timed, tok, rules);
@@ -197,11 +199,13 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     return out;
 }
 
-// Greedy TDT: at frame t the joint gives a token and a duration; a token is emitted (the prediction net
-// steps on it) and t advances by its duration (0: stay on the frame, at most max_symbols tokens there);
-// a blank only advances, by at least one frame. A token's offsets: its frame, frame + duration.
-void ParakeetSession::decode_tdt(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
-                                 std::vector<TimedToken> & timed) {
+// Greedy transducer decoding, NeMo's label-looping loop: at frame t the joint gives a token (TDT: and a
+// duration); a token is emitted (the prediction net steps on it) and t advances by its duration (RNNT:
+// 0, stay on the frame; at most max_symbols tokens there); a blank only advances, by at least one frame.
+// A token's offsets: TDT its frame, frame + duration; RNNT (NeMo's _compute_offsets over the per-frame
+// alignments, each frame one step) its frame, frame + 1.
+void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options,
+                                        Transcript & out, std::vector<TimedToken> & timed) {
     const TransducerHParams & hp = model_.transducer_->hparams();
     const int J = hp.joint_hidden, V1 = hp.vocab + 1;
     TransducerState & state = *state_;
@@ -221,7 +225,8 @@ void ParakeetSession::decode_tdt(const std::vector<float> & enc_proj, int T, con
             dump_f32("joint_logits_t0", logits, {int64_t(logits.size())});
         }
         const int token    = argmax(logits.data(), V1);
-        const int duration = model_.durations_[size_t(argmax(logits.data() + V1, hp.extra))];
+        const bool tdt     = hp.extra > 0;
+        const int duration = tdt ? model_.durations_[size_t(argmax(logits.data() + V1, hp.extra))] : 0;
         if (token == hp.blank()) {
             t += std::max(duration, 1);
             on_frame = 0;
@@ -232,8 +237,10 @@ void ParakeetSession::decode_tdt(const std::vector<float> & enc_proj, int T, con
             options.on_token(token);
         }
         out.token_frames.push_back(t);
-        out.token_durations.push_back(duration);
-        timed.push_back({token, t, t + duration});
+        if (tdt) {
+            out.token_durations.push_back(duration);
+        }
+        timed.push_back({token, t, t + (tdt ? duration : 1)});
         state.predict(token);
         ++timings_.n_decode_tokens;
         ++on_frame;
@@ -289,8 +296,8 @@ void ParakeetSession::decode_ctc(const std::vector<float> & logits, int T, const
 
 } // namespace
 
-std::unique_ptr<Model> load_parakeet_tdt(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device) {
-    return std::make_unique<ParakeetModel>(std::move(file), device, Head::Tdt);
+std::unique_ptr<Model> load_parakeet_transducer(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device) {
+    return std::make_unique<ParakeetModel>(std::move(file), device, Head::Transducer);
 }
 
 std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device) {

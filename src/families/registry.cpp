@@ -11,14 +11,15 @@ namespace transcribe {
 // Families are listed here rather than self-registered: a static library drops unreferenced
 // registration objects.
 std::unique_ptr<Model> load_canary_qwen(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
-std::unique_ptr<Model> load_parakeet_tdt(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_parakeet_transducer(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_canary_aed(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
     {"canary_qwen", load_canary_qwen},
-    {"parakeet_tdt", load_parakeet_tdt},
+    {"parakeet_tdt", load_parakeet_transducer},
+    {"parakeet_rnnt", load_parakeet_transducer},
     {"parakeet_ctc", load_parakeet_ctc},
     {"canary_aed", load_canary_aed},
 };
