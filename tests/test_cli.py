@@ -60,12 +60,15 @@ class Cli(unittest.TestCase):
             self.assertEqual(together["tokens"], golden[:len(together["tokens"])], c)
             self.assertEqual(together["text"], alone["text"], c)
 
-    def test_parakeet_ctc_words_and_segments_are_nemos(self):
-        """A Parakeet-CTC model (parakeet-ctc-tiny), and a hybrid's CTC head (parakeet-tdt-ctc-tiny with
-        --decoder-type ctc): the JSON's text, words and segments are NeMo's."""
-        fixture = PARAKEET_FIXTURE.parent / "parakeet-ctc-tiny"
-        for clip, model, flags in (("jfk", "parakeet-ctc-tiny-f32.gguf", []), ("tone_noise_3s", "parakeet-ctc-tiny-f32.gguf", []),
-                                   ("jfk", "parakeet-tdt-ctc-tiny-f32.gguf", ["--decoder-type", "ctc"])):
+    def test_parakeet_ctc_and_rnnt_words_and_segments_are_nemos(self):
+        """A Parakeet-CTC model (parakeet-ctc-tiny), a hybrid's CTC head (parakeet-tdt-ctc-tiny with
+        --decoder-type ctc) and a Parakeet-RNNT model (parakeet-rnnt-tiny): the JSON's text, words and
+        segments are NeMo's."""
+        ctc, rnnt = PARAKEET_FIXTURE.parent / "parakeet-ctc-tiny", PARAKEET_FIXTURE.parent / "parakeet-rnnt-tiny"
+        for fixture, clip, model, flags in (
+                (ctc, "jfk", "parakeet-ctc-tiny-f32.gguf", []), (ctc, "tone_noise_3s", "parakeet-ctc-tiny-f32.gguf", []),
+                (ctc, "jfk", "parakeet-tdt-ctc-tiny-f32.gguf", ["--decoder-type", "ctc"]),
+                (rnnt, "jfk", "parakeet-rnnt-tiny-f32.gguf", []), (rnnt, "jfk_div8", "parakeet-rnnt-tiny-f32.gguf", ["--decoder-type", "rnnt"])):
             r = cli("-m", str(MODELS / model), *flags, "--json", str(fixture / "audio" / f"{clip}.wav"))
             self.assertEqual(r.returncode, 0, r.stderr)
             j = json.loads(r.stdout)
