@@ -192,13 +192,18 @@ ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type 
 
 ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir,
                  transcribe::DecoderType decoder) {
+    transcribe::RunOptions ro;
+    ro.decoder_type = decoder;
+    return run_clip(model, fixture, clip, ro, dump_dir);
+}
+
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, transcribe::RunOptions ro,
+                 const std::string & dump_dir) {
     transcribe::SessionOptions so;
     so.n_threads = 2;
     auto session = model.new_session(so);
     ClipRun r;
-    transcribe::RunOptions ro;
-    ro.step_logits  = &r.step_logits;
-    ro.decoder_type = decoder;
+    ro.step_logits = &r.step_logits;
     if (!dump_dir.empty()) {
         setenv("TRANSCRIBE_DUMP_DIR", dump_dir.c_str(), 1);
     }

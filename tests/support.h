@@ -100,6 +100,8 @@ struct ClipRun {
 };
 ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir = "",
                  transcribe::DecoderType decoder = transcribe::DecoderType::Default);
+ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, transcribe::RunOptions options,
+                 const std::string & dump_dir = "");
 // 16 free-running greedy ids (no stop at EOS, like the goldens).
 std::vector<int32_t> greedy(transcribe::Model & model, const std::string & clip, ggml_type kv);
 

@@ -6,12 +6,16 @@
 #pragma once
 
 #include "engine/subword_timestamps.h"
+#include "decoding/phrase_boosting.h"
 
 #include <vector>
 
 namespace transcribe {
 
-// LOGITS: T frames of N_CLASSES scores (any monotone transform of the log-probabilities), blank = BLANK.
-std::vector<TimedToken> ctc_greedy(const float * logits, int T, int n_classes, int blank);
+// LOGITS: T frames of N_CLASSES scores (the log-probabilities, or the logits they are a softmax of),
+// blank = BLANK. BOOST (hotwords): as NeMo's greedy_batch with a boosting tree: a frame whose argmax is
+// neither the blank nor the previous frame's id takes the best token by logit + weight x boost (never the
+// previous frame's id), and the tree follows it.
+std::vector<TimedToken> ctc_greedy(const float * logits, int T, int n_classes, int blank, PhraseBoost * boost = nullptr);
 
 } // namespace transcribe

@@ -45,6 +45,10 @@ struct RunOptions {
     int beam_size = 0;
     // The head to decode with (models whose info lists it); Default: the model's first.
     DecoderType decoder_type = DecoderType::Default;
+    // Hotwords (models whose info says hotwords): phrases NeMo's phrase-boosting tree favours in greedy
+    // decoding, each token's logit raised by hotword_weight x its boost (NeMo's boosting_tree_alpha).
+    std::vector<std::string> hotwords;
+    float                    hotword_weight = 1.0f;
     // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
@@ -150,6 +154,7 @@ struct ModelInfo {
     bool timestamp_prompt = false;       // RunOptions::timestamps asks the model for its own word times
     bool transducer_head  = false;       // RunOptions::decoder_type Transducer runs (Parakeet TDT, a hybrid)
     bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
+    bool hotwords         = false;       // RunOptions::hotwords boost its greedy decoding (Parakeet)
 };
 
 class Model {

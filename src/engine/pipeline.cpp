@@ -8,6 +8,7 @@
 #include "engine/speech_segments.h"
 
 #include <chrono>
+#include <cmath>
 #include <strings.h>
 
 namespace transcribe {
@@ -65,6 +66,13 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
         fail(TRANSCRIBE_ERR_INVALID_ARG, "model %s (%s) has no %s head%s", info.name.c_str(), info.architecture.c_str(),
              o.decoder_type == DecoderType::Ctc ? "CTC" : "transducer",
              info.ctc_head ? " (it has a CTC head)" : info.transducer_head ? " (it has a transducer head)" : "");
+    }
+    if (!o.hotwords.empty() && !info.hotwords) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "hotwords: model %s (%s) does not take them (Parakeet models do)", info.name.c_str(),
+             info.architecture.c_str());
+    }
+    if (!std::isfinite(o.hotword_weight) || o.hotword_weight < 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "hotword weight %g: must be a finite number >= 0", double(o.hotword_weight));
     }
     if (o.beam_size < 0 || (o.beam_size > 0 && !info.beam_search)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),

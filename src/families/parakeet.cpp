@@ -65,6 +65,7 @@ public:
         info_.transducer_head = transducer_ != nullptr;
         info_.ctc_head        = ctc_w_ != nullptr;
         info_.token_budget    = false;
+        info_.hotwords        = true;
         file_->load_weights(device_);
         encoder_.prepare(*file_, device_);
         info_.sample_rate = encoder_.sample_rate();
@@ -129,10 +130,11 @@ public:
 
 private:
     // The greedy decoders: tokens into OUT, each token's NeMo offsets (frames) into TIMED.
-    void decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options, Transcript & out,
-                    std::vector<TimedToken> & timed);
-    void decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, Transcript & out,
-                    std::vector<TimedToken> & timed);
+    // BOOST: the run's hotwords, or null.
+    void decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options, PhraseBoost * boost,
+                           Transcript & out, std::vector<TimedToken> & timed);
+    void decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, PhraseBoost * boost,
+                    Transcript & out, std::vector<TimedToken> & timed);
 
     const ParakeetModel &            model_;
     SpeechEncoder::Run               encode_transducer_, encode_ctc_; // graphs are built for the head a run takes
@@ -163,10 +165,16 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     StageTimer decode_timer;
     Transcript out;
     std::vector<TimedToken> timed;
+    std::unique_ptr<PhraseBoostingTree> tree;
+    std::unique_ptr<PhraseBoost> boost;
+    if (!options.hotwords.empty()) {
+        tree  = std::make_unique<PhraseBoostingTree>(PhraseBoostingTree::from_text(options.hotwords, model_.tokenizer(), model_.vocab_));
+        boost = std::make_unique<PhraseBoost>(*tree, options.hotword_weight);
+    }
     if (head == Head::Transducer) {
-        decode_transducer(head_out, T, options, out, timed);
+        decode_transducer(head_out, T, options, boost.get(), out, timed);
     } else {
-        decode_ctc(head_out, T, options, out, timed);
+        decode_ctc(head_out, T, options, boost.get(), out, timed);
     }
     timings_.decode_ms = decode_timer.ms();
 
@@ -205,7 +213,7 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
 // A token's offsets: TDT its frame, frame + duration; RNNT (NeMo's _compute_offsets over the per-frame
 // alignments, each frame one step) its frame, frame + 1.
 void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options,
-                                        Transcript & out, std::vector<TimedToken> & timed) {
+                                        PhraseBoost * boost, Transcript & out, std::vector<TimedToken> & timed) {
     const TransducerHParams & hp = model_.transducer_->hparams();
     const int J = hp.joint_hidden, V1 = hp.vocab + 1;
     TransducerState & state = *state_;
@@ -224,13 +232,17 @@ void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int
         if (t == 0 && out.tokens.empty() && on_frame == 0) {
             dump_f32("joint_logits_t0", logits, {int64_t(logits.size())});
         }
-        const int token    = argmax(logits.data(), V1);
+        int token          = argmax(logits.data(), V1);
         const bool tdt     = hp.extra > 0;
         const int duration = tdt ? model_.durations_[size_t(argmax(logits.data() + V1, hp.extra))] : 0;
         if (token == hp.blank()) {
             t += std::max(duration, 1);
             on_frame = 0;
             continue;
+        }
+        if (boost) { // the joint said a token; the hotwords may say which (NeMo's label-looping fusion)
+            token = boost->pick(logits.data());
+            boost->emit(token);
         }
         out.tokens.push_back(token);
         if (options.on_token) {
@@ -258,8 +270,8 @@ void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int
 }
 
 // Greedy CTC (decoding/ctc_greedy); the log-probabilities are made only for dumps and step_logits.
-void ParakeetSession::decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, Transcript & out,
-                                 std::vector<TimedToken> & timed) {
+void ParakeetSession::decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, PhraseBoost * boost,
+                                 Transcript & out, std::vector<TimedToken> & timed) {
     const int V1 = model_.vocab_ + 1, blank = model_.vocab_;
     std::vector<float> log_probs;
     if (options.step_logits || dump_enabled()) {
@@ -281,7 +293,7 @@ void ParakeetSession::decode_ctc(const std::vector<float> & logits, int T, const
         }
         dump_f32("log_probs", log_probs, {T, V1});
     }
-    timed = ctc_greedy(logits.data(), T, V1, blank);
+    timed = ctc_greedy(logits.data(), T, V1, blank, boost);
     for (const TimedToken & t : timed) {
         out.tokens.push_back(t.id);
         out.token_frames.push_back(int32_t(t.end)); // its first frame
