@@ -105,6 +105,7 @@ typedef struct transcribe_model_info {
     bool         timestamp_prompt; /* transcribe_run_params.timestamps asks the model for its word times */
     bool         transducer_head;  /* transcribe_run_params.decoder_type TRANSDUCER runs (Parakeet TDT, a hybrid) */
     bool         ctc_head;         /* transcribe_run_params.decoder_type CTC runs (Parakeet CTC, a hybrid) */
+    bool         hotwords;         /* transcribe_run_params.hotwords boost its greedy decoding (Parakeet) */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -357,6 +358,13 @@ typedef struct transcribe_run_params {
      * transducer_head / ctc_head; a head the model lacks is INVALID_ARG. DEFAULT: the transducer where
      * there is one (NeMo's default). (Appended: rebuild older callers.) */
     transcribe_decoder_type   decoder_type;
+    /* Hotwords (appended; models whose info says hotwords): phrases, one per line, that NeMo's phrase-
+     * boosting tree favours in greedy decoding (GPU-PB with its default tree: each phrase's first token
+     * boosted by 1, later ones by 1 + log(position), given back when the phrase breaks off), each token's
+     * logit raised by HOTWORD_WEIGHT x its boost (NeMo's boosting_tree_alpha; init: 1). Blank lines and
+     * repeats are skipped; NULL or "": none. */
+    const char *              hotwords;
+    float                     hotword_weight;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

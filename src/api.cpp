@@ -177,6 +177,23 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     r.options.decoder_type    = p->decoder_type == TRANSCRIBE_DECODER_CTC          ? DecoderType::Ctc
                                 : p->decoder_type == TRANSCRIBE_DECODER_TRANSDUCER ? DecoderType::Transducer
                                                                                    : DecoderType::Default;
+    if (p->hotwords) {
+        std::string line;
+        for (const char * c = p->hotwords;; ++c) {
+            if (*c == '\n' || *c == '\0') {
+                if (!line.empty()) {
+                    r.options.hotwords.push_back(line);
+                }
+                line.clear();
+                if (*c == '\0') {
+                    break;
+                }
+            } else {
+                line += *c;
+            }
+        }
+    }
+    r.options.hotword_weight  = p->hotword_weight;
     r.options.ignore_eos      = p->ignore_eos;
     r.chunk_ms                = p->chunk_ms;
     if (transcribe_vad_model * vad = p->vad) {
@@ -366,6 +383,7 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->timestamp_prompt = i.timestamp_prompt;
         out->transducer_head  = i.transducer_head;
         out->ctc_head         = i.ctc_head;
+        out->hotwords         = i.hotwords;
         return TRANSCRIBE_OK;
     });
 }
@@ -522,6 +540,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.timestamps      = false;
     p.beam_size       = 0;
     p.decoder_type    = TRANSCRIBE_DECODER_DEFAULT;
+    p.hotwords        = nullptr;
+    p.hotword_weight  = 1.0f;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

@@ -81,6 +81,26 @@ class Cli(unittest.TestCase):
                              [(s["segment"], s["start_offset"] * FRAME_MS, s["end_offset"] * FRAME_MS)
                               for s in hyp["timestamp"]["segment"]], clip)
 
+    def test_hotwords_from_a_list_and_a_file_give_nemos_boosted_text(self):
+        """--hotwords "a,b" and --hotwords FILE with --hotword-weight: NeMo's boosted transcript (the
+        parakeet-hotwords goldens of parakeet-rnnt-tiny and parakeet-ctc-tiny); a model without hotwords
+        (Canary-Qwen) is one clear line."""
+        hot = PARAKEET_FIXTURE.parent / "parakeet-hotwords" / "golden"
+        for model, case, clip in (("parakeet-rnnt-tiny", "case0", "jfk"), ("parakeet-ctc-tiny", "case0", "jfk_div8")):
+            want = json.loads((hot / model / case / f"{clip}.json").read_text())
+            audio = str(PARAKEET_FIXTURE / "audio" / f"{clip}.wav")
+            with tempfile.TemporaryDirectory() as tmp:
+                phrases = Path(tmp) / "phrases.txt"
+                phrases.write_text("\n".join(want["phrases"]) + "\n")
+                for arg in (",".join(want["phrases"]), str(phrases)):
+                    r = cli("-m", str(MODELS / f"{model}-f32.gguf"), "--hotwords", arg, "--hotword-weight",
+                            str(want["alpha"]), "--json", audio)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(json.loads(r.stdout)["text"], want["text"], (model, arg))
+        r = cli("-m", F32, "--hotwords", "jfk", JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"hotwords", r.stderr)
+
     def test_decoder_type_picks_a_hybrids_head(self):
         """--decoder-type: a hybrid's transducer by default and with tdt (parakeet-tdt-tiny's text), a head a
         model lacks is one clear line naming what it has, an unknown type is a usage error."""

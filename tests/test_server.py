@@ -532,6 +532,29 @@ class HybridServerTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class HotwordsServerTest(unittest.TestCase):
+    def test_hotwords_fields_give_nemos_boosted_text(self):
+        """hotwords=a,b with hotword_weight=W: NeMo's boosted transcript (parakeet-hotwords golden of
+        parakeet-rnnt-tiny on jfk); a bad weight is a 400."""
+        want = json.loads((PARAKEET_FIXTURE.parent / "parakeet-hotwords" / "golden" / "parakeet-rnnt-tiny" / "case0" /
+                           "jfk.json").read_text())
+        plain = json.loads((PARAKEET_FIXTURE.parent / "parakeet-rnnt-tiny" / "golden" / "jfk" / "hypothesis.json").read_text())
+        server = Server(model=str(Path(PARAKEET_MODEL).parent / "parakeet-rnnt-tiny-f32.gguf"))
+        try:
+            fields = [("hotwords", ",".join(want["phrases"])), ("hotword_weight", str(want["alpha"]))]
+            code, _, body = transcribe(server.base, JFK, response_format="json", extra_fields=fields)
+            self.assertEqual(code, 200, body)
+            self.assertEqual(json.loads(body)["text"], want["text"])
+            code, _, body = transcribe(server.base, JFK, response_format="json")
+            self.assertEqual((code, json.loads(body)["text"]), (200, plain["text"]))
+            for bad in ("-1", "x", ""):
+                code, _, body = transcribe(server.base, JFK, extra_fields=[("hotwords", "so"), ("hotword_weight", bad)])
+                self.assertEqual(code, 400, bad)
+                self.assertIn(b"hotword_weight", body)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class TranslationTest(unittest.TestCase):
     def test_canary_aed_routes_give_nemos_text(self):
         """Canary AED (canary-aed-tiny, F32 cache), on jfk_div8: /v1/audio/translations with target_language de

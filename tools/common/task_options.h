@@ -1,6 +1,6 @@
 // The task options every tool that transcribes shares (CLI, bench): the speech's language, a language
 // to translate into, punctuation, beam search (models with a task prompt: Canary AED); the head that
-// decodes (a hybrid Parakeet).
+// decodes (a hybrid Parakeet); hotwords (Parakeet).
 #pragma once
 
 #include "decoder_type.h"
@@ -8,7 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <string>
+#include <sys/stat.h>
 
 namespace transcribe_tools {
 
@@ -17,6 +19,8 @@ struct TaskOptions {
     int         beam   = 0;
     bool        no_pnc = false;
     std::string decoder_type;
+    std::string hotwords; // one phrase a line
+    float       hotword_weight = 1.0f;
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language, "the speech's language (models that know several; default: the model's first)");
@@ -28,10 +32,39 @@ struct TaskOptions {
                        "the head that decodes, as NeMo's decoder_type: tdt (or rnnt: the transducer) or ctc (a hybrid "
                        "Parakeet has both; default: the transducer)")
             ->check(CLI::IsMember({"tdt", "rnnt", "ctc"}));
+        app.add_option_function<std::string>(
+            "--hotwords", [this](const std::string & arg) { hotwords = hotword_lines(arg); },
+            "phrases to favour (Parakeet): a file of one phrase a line, or a comma-separated list \"a,b,c\"");
+        app.add_option("--hotword-weight", hotword_weight,
+                       "how strongly (NeMo's boosting_tree_alpha: logit + W x boost; default 1)")
+            ->check(CLI::Range(0.0f, 100.0f));
+    }
+
+    // --hotwords as the C API takes it, one phrase a line: the file's lines where a file is at that path
+    // (which must then be readable), else the list's comma-separated items.
+    static std::string hotword_lines(const std::string & arg) {
+        struct stat st {};
+        std::string out;
+        if (::stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            std::ifstream f(arg);
+            if (!f) {
+                throw CLI::ValidationError("--hotwords", "cannot read " + arg);
+            }
+            for (std::string line; std::getline(f, line);) {
+                out += line + "\n";
+            }
+            return out;
+        }
+        for (char c : arg) {
+            out += c == ',' ? '\n' : c;
+        }
+        return out;
     }
 
     // Into RP; the strings must outlive it.
     void apply(transcribe_run_params & rp) const {
+        rp.hotwords       = hotwords.empty() ? nullptr : hotwords.c_str();
+        rp.hotword_weight = hotword_weight;
         rp.language        = language.empty() ? nullptr : language.c_str();
         rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
         rp.beam_size       = beam;

@@ -161,6 +161,8 @@ struct RunRequest {
     int         beam_size = 0;
     bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
     transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
+    std::string hotwords;              // one phrase a line
+    float       hotword_weight = 1.0f;
 };
 
 // What every transcription request runs with; R must outlive the run.
@@ -172,6 +174,8 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.timestamps     = r.timestamps;
     rp.beam_size      = r.beam_size;
     rp.decoder_type   = r.decoder_type;
+    rp.hotwords       = r.hotwords.empty() ? nullptr : r.hotwords.c_str();
+    rp.hotword_weight = r.hotword_weight;
     rp.vad            = st.vad;
     rp.vad_params     = st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
@@ -343,6 +347,21 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     const std::string decoder = form_field(req, "decoder_type", "");
     if (!decoder_type_from_name(decoder, &request.decoder_type)) {
         send_error(res, 400, "decoder_type must be tdt, rnnt or ctc (got '" + decoder + "')", "decoder_type");
+        return;
+    }
+    // Our extension: hotwords=a,b,c (or one phrase a line) and hotword_weight=W boost phrases (Parakeet).
+    for (char c : form_field(req, "hotwords", "")) {
+        request.hotwords += c == ',' ? '\n' : c;
+    }
+    const std::string weight = form_field(req, "hotword_weight", "1");
+    char * weight_end = nullptr;
+    request.hotword_weight = std::strtof(weight.c_str(), &weight_end);
+    if (weight.empty() || *weight_end != '\0' || !(request.hotword_weight >= 0.0f && request.hotword_weight <= 100.0f)) {
+        send_error(res, 400, "hotword_weight must be a number from 0 to 100 (got '" + weight + "')", "hotword_weight");
+        return;
+    }
+    if (!request.hotwords.empty() && !st.info.hotwords) {
+        send_error(res, 400, "hotwords: this model does not take them (Parakeet models do)", "hotwords");
         return;
     }
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).

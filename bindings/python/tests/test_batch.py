@@ -179,6 +179,26 @@ def test_canary_task_keys_reach_the_model(paths, tmp_path):
     assert "en, de, es, fr" in got[3]["error"]
 
 
+def test_hotwords_keys_reach_the_model(paths, tmp_path):
+    """A manifest line's hotwords (a list or a comma-separated string) and hotword_weight: NeMo's boosted
+    transcript (the parakeet-hotwords golden of parakeet-rnnt-tiny); a line without them: the plain one."""
+    root = paths["root"] / "tests" / "fixtures"
+    want = json.loads((root / "parakeet-hotwords" / "golden" / "parakeet-rnnt-tiny" / "case0" / "jfk.json").read_text())
+    plain = json.loads((root / "parakeet-rnnt-tiny" / "golden" / "jfk" / "hypothesis.json").read_text())["text"]
+    audio = str(root / "parakeet-rnnt-tiny" / "audio" / "jfk.wav")
+    lines = [{"audio_filepath": audio, "hotwords": want["phrases"], "hotword_weight": want["alpha"]},
+             {"audio_filepath": audio, "hotwords": ",".join(want["phrases"]), "hotword_weight": want["alpha"]},
+             {"audio_filepath": audio}]
+    man, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    man.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = subprocess.run([sys.executable, "-m", "transcribe.batch", "--model", str(paths["models"] / "parakeet-rnnt-tiny-f32.gguf"),
+                        "--manifest", str(man), "--out", str(out), "--workers", "1"], capture_output=True, text=True,
+                       env=env(paths), timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [g.get("pred_text") for g in got] == [want["text"], want["text"], plain]
+
+
 def test_diarize_gives_the_cli_s_speakers(paths, tmp_path):
     """--diarize: each line's segments and words carry the CLI --diarize run's speakers."""
     parakeet = paths["models"] / "parakeet-tdt-tiny-f32.gguf"

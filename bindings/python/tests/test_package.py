@@ -196,3 +196,22 @@ def test_hybrid_decoder_type_picks_the_head(paths):
         ctc.transcribe(audio, decoder_type="tdt")
     assert "no transducer head" in str(e.value)
     ctc.close()
+
+
+def test_hotwords_give_nemos_boosted_text(paths):
+    """hotwords= (a list, or a comma-separated string) with hotword_weight=: NeMo's boosted transcript (the
+    parakeet-hotwords golden of parakeet-ctc-tiny); a model without hotwords is a TranscribeError."""
+    root = paths["root"] / "tests" / "fixtures"
+    want = json.loads((root / "parakeet-hotwords" / "golden" / "parakeet-ctc-tiny" / "case0" / "jfk_div8.json").read_text())
+    model = transcribe.Model(paths["models"] / "parakeet-ctc-tiny-f32.gguf", threads=2)
+    assert model.hotwords
+    audio = paths["parakeet"] / "audio" / "jfk_div8.wav"
+    assert model.transcribe(audio, hotwords=want["phrases"], hotword_weight=want["alpha"]).text == want["text"]
+    assert model.transcribe(audio, hotwords=",".join(want["phrases"]), hotword_weight=want["alpha"]).text == want["text"]
+    model.close()
+    canary = transcribe.Model(paths["models"] / "canary-qwen-tiny-f32.gguf", threads=2)
+    assert not canary.hotwords
+    with pytest.raises(transcribe.TranscribeError) as e:
+        canary.transcribe(paths["root"] / "tests" / "fixtures" / "canary-qwen-tiny" / "audio" / "jfk.wav", hotwords=["so"])
+    assert e.value.status == "INVALID_ARG"
+    canary.close()

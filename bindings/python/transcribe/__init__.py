@@ -138,6 +138,7 @@ class Model:
         self.timestamp_prompt = bool(info.timestamp_prompt)
         self.transducer_head = bool(info.transducer_head)
         self.ctc_head = bool(info.ctc_head)
+        self.hotwords = bool(info.hotwords)  # transcribe(hotwords=...) boosts its decoding
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -190,7 +191,8 @@ class Model:
                    translate_to: Optional[str] = None, beam_size: int = 0, punctuation: bool = True,
                    timestamps: bool = False, diarize: Optional[Union[str, Path]] = None,
                    diarize_postprocessing: Optional[Union[str, Path]] = None,
-                   decoder_type: Optional[str] = None) -> Result:
+                   decoder_type: Optional[str] = None, hotwords: Optional[Union[str, Sequence[str]]] = None,
+                   hotword_weight: float = 1.0) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -203,7 +205,9 @@ class Model:
         each word the speaker over most of it; others: transcribed speaker turn by turn);
         diarize_postprocessing: NeMo's post-processing YAML for its segments. decoder_type: "tdt" (or "rnnt")
         or "ctc", the head that decodes on a hybrid Parakeet (.transducer_head and .ctc_head; default: the
-        transducer)."""
+        transducer). hotwords: phrases to favour (models whose .hotwords is true: Parakeet), a list or a
+        comma-separated string, boosted by NeMo's phrase-boosting tree with weight hotword_weight (NeMo's
+        boosting_tree_alpha)."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -225,6 +229,10 @@ class Model:
                 raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"),
                                       f"decoder_type must be tdt, rnnt or ctc, not {decoder_type!r}")
             rp.decoder_type = N.DECODER_TYPES[decoder_type]
+            if hotwords:
+                phrases = hotwords.split(",") if isinstance(hotwords, str) else list(hotwords)
+                rp.hotwords = "\n".join(p.replace("\n", " ") for p in phrases).encode()
+            rp.hotword_weight = float(hotword_weight)
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

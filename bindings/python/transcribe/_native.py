@@ -26,7 +26,7 @@ class ModelInfo(ctypes.Structure):
                 ("languages", ctypes.POINTER(c_char_p)), ("load_ms", c_double), ("word_timestamps", c_bool),
                 ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool),
                 ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
-                ("transducer_head", c_bool), ("ctc_head", c_bool)]
+                ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -67,7 +67,8 @@ class RunParams(ctypes.Structure):
                 ("token_user_data", c_void_p), ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
                 ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int),
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
-                ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int)]
+                ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int),
+                ("hotwords", c_char_p), ("hotword_weight", c_float)]
 
 
 class Timings(ctypes.Structure):

@@ -7,7 +7,8 @@
 IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are taken from the manifest's
 folder first), optionally `duration` and `text`, and NeMo's Canary task keys `source_lang` (the speech's
 language), `target_lang` (the text's: another one translates) and `pnc` ("yes"/"no": punctuation and
-capitals), for models with a task prompt. Every output line keeps its input fields and adds
+capitals), for models with a task prompt, and `hotwords` (a list of phrases or a comma-separated string,
+with `hotword_weight`) for Parakeet models. Every output line keeps its input fields and adds
 `pred_text` (and `segments` / `words` with --timestamps; with --diarize each of them has `speaker`,
 "speaker_<k>" as NeMo names them, and --timestamps is implied); a file that fails gets an `error` field
 instead, never a lost line. Lines come out in input order, written as soon as their turn comes, so
@@ -62,6 +63,11 @@ def task_options(entry: dict) -> dict:
     pnc = entry.get("pnc")
     if pnc is not None:
         options["punctuation"] = str(pnc).strip().lower() not in ("no", "false", "0")
+    hotwords = entry.get("hotwords")
+    if isinstance(hotwords, str) or (isinstance(hotwords, list) and all(isinstance(h, str) for h in hotwords)):
+        options["hotwords"] = hotwords
+    if isinstance(entry.get("hotword_weight"), (int, float)) and not isinstance(entry.get("hotword_weight"), bool):
+        options["hotword_weight"] = float(entry["hotword_weight"])
     return options
 
 
