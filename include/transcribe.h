@@ -365,6 +365,12 @@ typedef struct transcribe_run_params {
      * repeats are skipped; NULL or "": none. */
     const char *              hotwords;
     float                     hotword_weight;
+    /* Word times for any model (appended): ALIGNER, a model with a CTC head (Parakeet CTC or a hybrid),
+     * places the transcript's text in the audio as NeMo Forced Aligner does (Viterbi over its
+     * log-probabilities); the result's words and segments (cut at '.', '?', '!' followed by a space) get
+     * the aligner's frame times. A recording within the aligner's window is aligned whole, a longer one
+     * segment by segment. NULL: none. INVALID_ARG for a model without a CTC head. */
+    transcribe_model *        aligner;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

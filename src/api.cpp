@@ -194,6 +194,10 @@ RecordingRequest run_request(const transcribe_run_params * p) {
         }
     }
     r.options.hotword_weight  = p->hotword_weight;
+    if (p->aligner) {
+        r.aligner    = p->aligner->impl.get();
+        r.aligner_id = p->aligner->serial;
+    }
     r.options.ignore_eos      = p->ignore_eos;
     r.chunk_ms                = p->chunk_ms;
     if (transcribe_vad_model * vad = p->vad) {
@@ -542,6 +546,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.decoder_type    = TRANSCRIBE_DECODER_DEFAULT;
     p.hotwords        = nullptr;
     p.hotword_weight  = 1.0f;
+    p.aligner         = nullptr;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

@@ -101,6 +101,34 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"hotwords", r.stderr)
 
+    def test_align_with_a_ctc_model_gives_nfas_words_and_segments(self):
+        """--align-with parakeet-ctc-tiny: parakeet-tdt-tiny's transcript of each clip placed as NeMo Forced
+        Aligner places it (the parakeet-ctc-alignment goldens: every word's and segment's times); Canary-Qwen's
+        transcript gets words too (its text's words, in order, inside the audio); a model without a CTC head
+        as the aligner is one clear line."""
+        golden = PARAKEET_FIXTURE.parent / "parakeet-ctc-alignment" / "golden"
+        ctc = str(MODELS / "parakeet-ctc-tiny-f32.gguf")
+        for clip in ("jfk", "jfk_div8", "tone_noise_3s"):
+            r = cli("-m", str(MODELS / "parakeet-tdt-tiny-f32.gguf"), "--align-with", ctc, "--json",
+                    str(PARAKEET_FIXTURE / "audio" / f"{clip}.wav"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j, g = json.loads(r.stdout), json.loads((golden / f"tdt_text_{clip}.json").read_text())
+            self.assertEqual([(w["word"], w["t0_ms"], w["t1_ms"]) for w in j["words"]],
+                             [(w["text"], round(w["t_start"] * 1000), round(w["t_end"] * 1000)) for w in g["words"]], clip)
+            self.assertEqual([(s["text"], s["t0_ms"], s["t1_ms"]) for s in j["segments"]],
+                             [(s["text"], round(s["t_start"] * 1000), round(s["t_end"] * 1000)) for s in g["segments"]], clip)
+        r = cli("-m", F32, "--max-new-tokens", "12", "--align-with", ctc, "--json", JFK)  # a text the frames hold
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertGreater(len(j["words"]), 2)
+        self.assertEqual([w["word"] for w in j["words"]], [w for w in j["text"].split(" ") if w])
+        ends = [(w["t0_ms"], w["t1_ms"]) for w in j["words"]]
+        self.assertTrue(all(0 <= a < b <= 11040 for a, b in ends), ends)
+        self.assertEqual(ends, sorted(ends))
+        r = cli("-m", F32, "--align-with", str(MODELS / "parakeet-tdt-tiny-f32.gguf"), JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"has no CTC head", r.stderr)
+
     def test_decoder_type_picks_a_hybrids_head(self):
         """--decoder-type: a hybrid's transducer by default and with tdt (parakeet-tdt-tiny's text), a head a
         model lacks is one clear line naming what it has, an unknown type is a usage error."""

@@ -155,6 +155,7 @@ struct ModelInfo {
     bool transducer_head  = false;       // RunOptions::decoder_type Transducer runs (Parakeet TDT, a hybrid)
     bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
     bool hotwords         = false;       // RunOptions::hotwords boost its greedy decoding (Parakeet)
+    int  frame_ms         = 0;           // its output frames' duration (frame-level heads: Parakeet), else 0
 };
 
 class Model {

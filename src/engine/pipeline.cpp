@@ -6,6 +6,7 @@
 #include "engine/speaker_attribution.h"
 #include "engine/speaker_turns.h"
 #include "engine/speech_segments.h"
+#include "engine/transcript_alignment.h"
 
 #include <chrono>
 #include <cmath>
@@ -92,6 +93,9 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
                  info.name.c_str(), list.c_str());
         }
     }
+    if (req.aligner) {
+        check_aligner(model_, *req.aligner);
+    }
     if (req.draft || !req.draft_ids.empty()) {
         if (!info.speculative) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "draft: model %s (%s) does not decode with a draft", info.name.c_str(),
@@ -167,7 +171,7 @@ PiecePlan RecordingPipeline::plan(SpeechDetector * vad, const float * pcm, size_
 // Speakers by turns (each transcribed alone) for models without word times; by words otherwise.
 bool RecordingPipeline::per_turn(const RecordingRequest & req, const RunOptions & o) const {
     const ModelInfo & info = model_.info();
-    return req.diarize && !info.word_timestamps && !(info.timestamp_prompt && o.timestamps);
+    return req.diarize && !req.aligner && !info.word_timestamps && !(info.timestamp_prompt && o.timestamps);
 }
 
 Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRequest & req) {
@@ -182,6 +186,7 @@ Transcript RecordingPipeline::run(const float * pcm, size_t n, const RecordingRe
         return (options_.abort_callback && options_.abort_callback(options_.abort_user_data)) || (o.cancelled && o.cancelled());
     });
     Transcript t = transcribe_plan(*session_, pieces, o);
+    align(t, pcm, n, req, o);
     attribute(t, pcm, n, req, o, diarize_ms);
     if (req.new_vad || req.diarize) {
         Timings timings    = session_->timings();
@@ -234,6 +239,7 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     o.ran = true;
                     if (t) {
                         try {
+                            align(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])]);
                             attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])],
                                       diarize_ms);
                             o.transcript = std::make_unique<Transcript>(std::move(*t));
@@ -287,8 +293,33 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
     rec.plan = plan(vad.get(), pcm, n, req, o, vad_ms, diarize_ms,
                     [&] { return rec.options.cancelled && rec.options.cancelled(); });
     Transcript t = batcher.run(std::move(rec));
+    if (req.aligner) { // any thread: a session of its own
+        SessionOptions so = options_;
+        so.n_batch           = 1;
+        so.progress_callback = nullptr;
+        align(t, pcm, n, req, o, req.aligner->new_session(so).get());
+    }
     attribute(t, pcm, n, req, o, diarize_ms);
     return t;
+}
+
+void RecordingPipeline::align(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req,
+                              const RunOptions & o, Session * session) {
+    if (!req.aligner) {
+        return;
+    }
+    if (!session) {
+        if (!aligner_ || aligner_id_ != req.aligner_id) {
+            SessionOptions so = options_;
+            so.n_batch           = 1;
+            so.progress_callback = nullptr;
+            aligner_.reset();
+            aligner_    = req.aligner->new_session(so);
+            aligner_id_ = req.aligner_id;
+        }
+        session = aligner_.get();
+    }
+    align_transcript(t, pcm, n, *req.aligner, *session, o.cancelled);
 }
 
 void RecordingPipeline::attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req,

@@ -38,6 +38,10 @@ struct RecordingRequest {
     // Speaker-attributed transcripts: the recording's speaker segments, from a diarizer (word-timed
     // models: each word its speaker; others: the recording transcribed turn by turn, speaker_turns.h).
     std::function<std::vector<SpeakerSegment>(const float * pcm, size_t n)> diarize;
+    // Word times from a CTC model (transcript_alignment.h), kept as a session of its own while ALIGNER_ID
+    // stays the same; the transcript's words and segments become the aligned ones.
+    Model *  aligner    = nullptr;
+    uint64_t aligner_id = 0;
 };
 
 class RecordingPipeline {
@@ -71,6 +75,9 @@ private:
     PiecePlan  plan(SpeechDetector * vad, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
                     double & vad_ms, double & diarize_ms, const std::function<bool()> & abort);
     bool       per_turn(const RecordingRequest & req, const RunOptions & o) const;
+    // The transcript's words placed by the request's aligner, in SESSION (the pipeline's own where null).
+    void align(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
+               Session * session = nullptr);
     // The transcript's words' speakers where the request asks for them (word-timed models).
     void attribute(Transcript & t, const float * pcm, size_t n, const RecordingRequest & req, const RunOptions & o,
                    double & diarize_ms) const;
@@ -87,6 +94,8 @@ private:
     std::unique_ptr<SpeechDetector> vad_;       // made on the first run that asks for vad_id_
     uint64_t                        draft_id_ = 0;
     std::unique_ptr<Session>        draft_;     // a session of the draft model, on this pipeline's thread
+    uint64_t                        aligner_id_ = 0;
+    std::unique_ptr<Session>        aligner_;   // a session of the aligner, on this pipeline's thread
 };
 
 } // namespace transcribe

@@ -69,6 +69,7 @@ public:
         file_->load_weights(device_);
         encoder_.prepare(*file_, device_);
         info_.sample_rate = encoder_.sample_rate();
+        info_.frame_ms    = encoder_.frame_ms();
     }
 
     std::unique_ptr<Session> new_session(const SessionOptions & options) override;

@@ -4,6 +4,7 @@
 #include "../common/tool_errors.h"
 
 #include "../common/formats.h"
+#include "../common/align_option.h"
 #include "../common/draft_option.h"
 #include "../common/diarize_option.h"
 #include "../common/task_options.h"
@@ -79,6 +80,8 @@ int main(int argc, char ** argv) {
     task.add_to(app);
     DiarizeOption diarize;
     diarize.add_to(app);
+    AlignOption align;
+    align.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -128,6 +131,16 @@ int main(int argc, char ** argv) {
     }
     transcribe_model_info info;
     transcribe_model_get_info(model, &info);
+    AlignOption::Model aligner;
+    std::string align_error;
+    if (!align.load(lp, &aligner, &align_error)) {
+        transcribe_model_free(model);
+        return die(align_error);
+    }
+    if (aligner) { // the aligner times every transcript's words
+        info.word_timestamps  = true;
+        info.timestamp_prompt = false;
+    }
     if (timestamps_name == "word" && !info.word_timestamps && !info.timestamp_prompt) {
         const std::string message = "--timestamps word: model " + std::string(info.name) + " (" + info.architecture +
                                     ") gives no word times; use --timestamps segment";
@@ -174,6 +187,7 @@ int main(int argc, char ** argv) {
     rp.vad            = vad_model;
     rp.vad_params     = vad.params;
     rp.draft          = draft_model;
+    rp.aligner        = aligner.get();
     task.apply(rp);
     rp.timestamps     = words_asked;
     transcribe_diarizer * diarizer = nullptr;

@@ -215,3 +215,19 @@ def test_hotwords_give_nemos_boosted_text(paths):
         canary.transcribe(paths["root"] / "tests" / "fixtures" / "canary-qwen-tiny" / "audio" / "jfk.wav", hotwords=["so"])
     assert e.value.status == "INVALID_ARG"
     canary.close()
+
+
+def test_align_with_gives_nfas_word_times(paths):
+    """align_with= a CTC model (a path, or an open Model): parakeet-tdt-tiny's transcript of jfk placed as NeMo
+    Forced Aligner places it (the parakeet-ctc-alignment golden)."""
+    root = paths["root"] / "tests" / "fixtures"
+    g = json.loads((root / "parakeet-ctc-alignment" / "golden" / "tdt_text_jfk.json").read_text())
+    want = [(w["text"], round(w["t_start"] * 1000), round(w["t_end"] * 1000)) for w in g["words"]]
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2)
+    ctc = transcribe.Model(paths["models"] / "parakeet-ctc-tiny-f32.gguf", threads=2)
+    audio = paths["parakeet"] / "audio" / "jfk.wav"
+    for aligner in (paths["models"] / "parakeet-ctc-tiny-f32.gguf", ctc):
+        r = model.transcribe(audio, align_with=aligner)
+        assert [(w.word, w.t0_ms, w.t1_ms) for w in r.words] == want
+    model.close()
+    ctc.close()

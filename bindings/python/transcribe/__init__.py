@@ -123,7 +123,7 @@ class Model:
         self._sessions = []  # every thread's, freed with the model
         self._lock = threading.Lock()
         self._vad = {}
-        self._drafts = {}  # draft models loaded here by path, freed after the sessions that ran them
+        self._drafts = {}  # draft and aligner models loaded here by path, freed after the sessions that ran them
         self._diarizers = {}  # diarizers loaded here by path
         info = N.ModelInfo()
         _check(N.model_get_info(handle, ctypes.byref(info)))
@@ -160,10 +160,10 @@ class Model:
                 self._vad[path] = h
             return self._vad[path]
 
-    def _draft_model(self, draft):
+    def _companion_model(self, draft):
         if isinstance(draft, Model):
             if draft._handle is None:
-                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the draft model was closed")
+                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the draft or aligner model was closed")
             with self._lock:
                 self._drafts.setdefault(id(draft), draft)  # kept open while this model's sessions may run it
             return draft._handle
@@ -192,7 +192,7 @@ class Model:
                    timestamps: bool = False, diarize: Optional[Union[str, Path]] = None,
                    diarize_postprocessing: Optional[Union[str, Path]] = None,
                    decoder_type: Optional[str] = None, hotwords: Optional[Union[str, Sequence[str]]] = None,
-                   hotword_weight: float = 1.0) -> Result:
+                   hotword_weight: float = 1.0, align_with: Optional[Union[str, Path, "Model"]] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -207,7 +207,9 @@ class Model:
         or "ctc", the head that decodes on a hybrid Parakeet (.transducer_head and .ctc_head; default: the
         transducer). hotwords: phrases to favour (models whose .hotwords is true: Parakeet), a list or a
         comma-separated string, boosted by NeMo's phrase-boosting tree with weight hotword_weight (NeMo's
-        boosting_tree_alpha)."""
+        boosting_tree_alpha). align_with: a model with a CTC head (Parakeet CTC or a hybrid; a GGUF path,
+        loaded once, or an open Model) that gives the transcript's words and segments their times as NeMo
+        Forced Aligner does, for any model."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -236,7 +238,9 @@ class Model:
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:
-                rp.draft = self._draft_model(draft)
+                rp.draft = self._companion_model(draft)
+            if align_with is not None:
+                rp.aligner = self._companion_model(align_with)
             if diarize is not None:
                 rp.diarizer = self._diarizer(diarize)
                 if diarize_postprocessing is not None:

@@ -68,7 +68,7 @@ class RunParams(ctypes.Structure):
                 ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int),
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
                 ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int),
-                ("hotwords", c_char_p), ("hotword_weight", c_float)]
+                ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p)]
 
 
 class Timings(ctypes.Structure):
