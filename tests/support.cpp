@@ -190,6 +190,31 @@ ForcedRun forced_run(transcribe::Model & m, const std::string & clip, ggml_type 
     return r;
 }
 
+TimeSpans word_spans(const transcribe::Transcript & t) {
+    TimeSpans out;
+    for (const transcribe::Word & w : t.words) {
+        out.emplace_back(w.text, w.t0_ms, w.t1_ms);
+    }
+    return out;
+}
+
+TimeSpans segment_spans(const transcribe::Transcript & t) {
+    TimeSpans out;
+    for (const transcribe::Segment & s : t.segments) {
+        out.emplace_back(s.text, s.t0_ms, s.t1_ms);
+    }
+    return out;
+}
+
+TimeSpans nemo_offset_spans(const nlohmann::json & list, const char * text_key, int64_t frame_ms) {
+    TimeSpans out;
+    for (const auto & w : list) {
+        out.emplace_back(w[text_key].get<std::string>(), w["start_offset"].get<int64_t>() * frame_ms,
+                         w["end_offset"].get<int64_t>() * frame_ms);
+    }
+    return out;
+}
+
 ClipRun run_clip(transcribe::Model & model, const Fixture & fixture, const std::string & clip, const std::string & dump_dir,
                  transcribe::DecoderType decoder) {
     transcribe::RunOptions ro;

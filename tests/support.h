@@ -13,6 +13,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace test {
@@ -94,6 +95,13 @@ ForcedRun forced_run(transcribe::Model & model, const std::string & clip, ggml_t
 // A fixture clip through a fresh 2-thread session of MODEL: its transcript, and what the family gives as
 // step logits (joint evaluations, CTC frames' log-probabilities, LLM steps) in *STEP_LOGITS. With a dump
 // directory, the run also writes its TRANSCRIBE_DUMP_DIR files there.
+// (text, t0 ms, t1 ms) of a transcript's words or segments, and of NeMo's word or segment offsets
+// (LIST: hypothesis timestamp entries, text under TEXT_KEY, start/end_offset in frames of FRAME_MS).
+using TimeSpans = std::vector<std::tuple<std::string, int64_t, int64_t>>;
+TimeSpans word_spans(const transcribe::Transcript & t);
+TimeSpans segment_spans(const transcribe::Transcript & t);
+TimeSpans nemo_offset_spans(const nlohmann::json & list, const char * text_key, int64_t frame_ms);
+
 struct ClipRun {
     transcribe::Transcript          transcript;
     std::vector<std::vector<float>> step_logits;

@@ -22,30 +22,11 @@ constexpr int64_t kFrameMs = 80;
 // The run's step logits are every frame's log-probabilities.
 test::ClipRun decode(Model & model, const std::string & clip) { return test::run_clip(model, fx(), clip); }
 
-// NeMo's words and segments of a clip, times in ms.
-std::vector<std::tuple<std::string, int64_t, int64_t>> golden_spans(const std::string & clip, const char * kind,
-                                                                   const char * text_key) {
-    std::vector<std::tuple<std::string, int64_t, int64_t>> out;
-    const nlohmann::json hyp = fx().golden_json(clip, "hypothesis.json");
-    for (const auto & w : hyp["timestamp"][kind]) {
-        out.emplace_back(w[text_key].get<std::string>(), w["start_offset"].get<int64_t>() * kFrameMs,
-                         w["end_offset"].get<int64_t>() * kFrameMs);
-    }
-    return out;
-}
-
 void expect_nemo_text_and_times(const Transcript & t, const std::string & clip) {
     const nlohmann::json hyp = fx().golden_json(clip, "hypothesis.json");
     EXPECT_EQ(t.text, hyp["text"].get<std::string>()) << clip;
-    std::vector<std::tuple<std::string, int64_t, int64_t>> words, segments;
-    for (const Word & w : t.words) {
-        words.emplace_back(w.text, w.t0_ms, w.t1_ms);
-    }
-    for (const Segment & s : t.segments) {
-        segments.emplace_back(s.text, s.t0_ms, s.t1_ms);
-    }
-    EXPECT_EQ(words, golden_spans(clip, "word", "word")) << clip;
-    EXPECT_EQ(segments, golden_spans(clip, "segment", "segment")) << clip;
+    EXPECT_EQ(test::word_spans(t), test::nemo_offset_spans(hyp["timestamp"]["word"], "word", kFrameMs)) << clip;
+    EXPECT_EQ(test::segment_spans(t), test::nemo_offset_spans(hyp["timestamp"]["segment"], "segment", kFrameMs)) << clip;
     EXPECT_EQ(t.tokens.size(), hyp["timestamp"]["char"].size()) << clip;
 }
 

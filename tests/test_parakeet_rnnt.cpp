@@ -18,32 +18,14 @@ const test::Fixture & fx() { return test::parakeet_rnnt_fixture(); }
 const char * kClips[] = {"jfk", "jfk_div8", "tone_noise_3s"};
 constexpr int64_t kFrameMs = 80;
 
-std::vector<std::tuple<std::string, int64_t, int64_t>> golden_spans(const std::string & clip, const char * kind,
-                                                                   const char * text_key) {
-    std::vector<std::tuple<std::string, int64_t, int64_t>> out;
-    const nlohmann::json hyp = fx().golden_json(clip, "hypothesis.json");
-    for (const auto & w : hyp["timestamp"][kind]) {
-        out.emplace_back(w[text_key].get<std::string>(), w["start_offset"].get<int64_t>() * kFrameMs,
-                         w["end_offset"].get<int64_t>() * kFrameMs);
-    }
-    return out;
-}
-
 void expect_nemos_ids_text_and_times(const Transcript & t, const std::string & clip) {
     const nlohmann::json hyp = fx().golden_json(clip, "hypothesis.json");
     EXPECT_EQ(t.tokens, hyp["y_sequence"].get<std::vector<int32_t>>()) << clip;
     EXPECT_EQ(t.token_frames, hyp["timestep"].get<std::vector<int32_t>>()) << clip;
     EXPECT_TRUE(t.token_durations.empty()) << clip; // RNNT tokens have no durations
     EXPECT_EQ(t.text, hyp["text"].get<std::string>()) << clip;
-    std::vector<std::tuple<std::string, int64_t, int64_t>> words, segments;
-    for (const Word & w : t.words) {
-        words.emplace_back(w.text, w.t0_ms, w.t1_ms);
-    }
-    for (const Segment & s : t.segments) {
-        segments.emplace_back(s.text, s.t0_ms, s.t1_ms);
-    }
-    EXPECT_EQ(words, golden_spans(clip, "word", "word")) << clip;
-    EXPECT_EQ(segments, golden_spans(clip, "segment", "segment")) << clip;
+    EXPECT_EQ(test::word_spans(t), test::nemo_offset_spans(hyp["timestamp"]["word"], "word", kFrameMs)) << clip;
+    EXPECT_EQ(test::segment_spans(t), test::nemo_offset_spans(hyp["timestamp"]["segment"], "segment", kFrameMs)) << clip;
 }
 
 } // namespace

@@ -90,23 +90,8 @@ TEST(PhraseBoostingGolden, Boosted_greedy_decoding_of_tdt_rnnt_and_ctc_is_nemos)
                 EXPECT_EQ(t.tokens, want["y_sequence"].get<std::vector<int32_t>>()) << key << " " << clip;
                 EXPECT_EQ(t.token_frames, want["timestep"].get<std::vector<int32_t>>()) << key << " " << clip;
             }
-            std::vector<std::tuple<std::string, int64_t, int64_t>> got_words, want_words, got_segments, want_segments;
-            for (const Word & w : t.words) {
-                got_words.emplace_back(w.text, w.t0_ms, w.t1_ms);
-            }
-            for (const auto & w : want["word"]) {
-                want_words.emplace_back(w["word"].get<std::string>(), w["start_offset"].get<int64_t>() * kFrameMs,
-                                        w["end_offset"].get<int64_t>() * kFrameMs);
-            }
-            for (const Segment & s : t.segments) {
-                got_segments.emplace_back(s.text, s.t0_ms, s.t1_ms);
-            }
-            for (const auto & s : want["segment"]) {
-                want_segments.emplace_back(s["segment"].get<std::string>(), s["start_offset"].get<int64_t>() * kFrameMs,
-                                           s["end_offset"].get<int64_t>() * kFrameMs);
-            }
-            EXPECT_EQ(got_words, want_words) << key << " " << clip;
-            EXPECT_EQ(got_segments, want_segments) << key << " " << clip;
+            EXPECT_EQ(test::word_spans(t), test::nemo_offset_spans(want["word"], "word", kFrameMs)) << key << " " << clip;
+            EXPECT_EQ(test::segment_spans(t), test::nemo_offset_spans(want["segment"], "segment", kFrameMs)) << key << " " << clip;
             // The same clip without hotwords: the fixture's own goldens; the case changed it or not.
             changed += test::run_clip(*model, fx, clip).transcript.text != t.text;
         }

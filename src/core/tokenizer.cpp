@@ -25,6 +25,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const ModelFile & file) {
 
 std::string Tokenizer::decode(const std::vector<int32_t> & ids) const { return utf8_sanitize(decode_bytes(ids)); }
 
+std::string strip_whitespace(const std::string & s) {
+    const char * ws = " \t\n\r\f\v";
+    const size_t a = s.find_first_not_of(ws);
+    return a == std::string::npos ? "" : s.substr(a, s.find_last_not_of(ws) - a + 1);
+}
+
 std::string utf8_sanitize(const std::string & s) {
     static const char replacement[] = "\xEF\xBF\xBD";
     std::string out;

@@ -31,4 +31,7 @@ public:
 // Replaces invalid UTF-8 sequences by U+FFFD (one per maximal invalid subpart, as Python does).
 std::string utf8_sanitize(const std::string & s);
 
+// S without leading and trailing ASCII whitespace (Python's str.strip() on the texts NeMo strips).
+std::string strip_whitespace(const std::string & s);
+
 } // namespace transcribe

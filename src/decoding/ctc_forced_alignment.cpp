@@ -1,17 +1,10 @@
 #include "ctc_forced_alignment.h"
 
 #include <algorithm>
-#include <map>
 
 namespace transcribe {
 
 namespace {
-
-std::string strip(const std::string & s) {
-    const char * ws = " \t\n\r\f\v";
-    const size_t a = s.find_first_not_of(ws);
-    return a == std::string::npos ? "" : s.substr(a, s.find_last_not_of(ws) - a + 1);
-}
 
 // get_utt_obj's segments: cut after a separator that a space follows (so "a.m." stays whole).
 std::vector<std::string> segments_of(const std::string & text) {
@@ -21,12 +14,12 @@ std::vector<std::string> segments_of(const std::string & text) {
         const char c = text[i];
         const bool separator = c == '.' || c == '?' || c == '!';
         if (separator && i + 1 < text.size() && text[i + 1] == ' ') {
-            out.push_back(strip(text.substr(size_t(last + 1), i + 1 - size_t(last + 1))));
+            out.push_back(strip_whitespace(text.substr(size_t(last + 1), i + 1 - size_t(last + 1))));
             last = long(i) + 1;
         }
     }
     if (last < long(text.size())) {
-        out.push_back(strip(text.substr(size_t(last + 1))));
+        out.push_back(strip_whitespace(text.substr(size_t(last + 1))));
     }
     out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
     return out;
@@ -133,28 +126,24 @@ std::vector<AlignedSegment> ctc_forced_alignment(const float * log_probs, int T,
         return {};
     }
     const std::vector<int> path = ctc_viterbi(log_probs, T, V, chain.states);
-    // add_t_start_end_to_utt_obj: where each state is first and last held.
-    std::map<int, int64_t> first, last;
+    // add_t_start_end_to_utt_obj: where each state is first and last held (-1: never; only blanks skip).
+    std::vector<int64_t> first(chain.states.size(), -1), last(chain.states.size(), -1);
     int prev = -1;
     for (size_t t = 0; t < path.size(); ++t) {
         if (path[t] > prev) {
-            first[path[t]] = int64_t(t);
+            first[size_t(path[t])] = int64_t(t);
             if (prev >= 0) {
-                last[prev] = int64_t(t) - 1;
+                last[size_t(prev)] = int64_t(t) - 1;
             }
         }
         prev = path[t];
     }
-    last[prev] = int64_t(path.size()) - 1;
+    last[size_t(prev)] = int64_t(path.size()) - 1;
+    // An empty word's span (s_end = s_start - 2) may name no state or one another span holds, as in NFA.
+    auto held = [](const std::vector<int64_t> & at, int s) { return s >= 0 && size_t(s) < at.size() ? at[size_t(s)] : -1; };
     auto span = [&](const AlignmentChain::Span & s) {
-        AlignedSpan a {s.text, -1, -1};
-        if (first.count(s.s_start)) {
-            a.first_frame = first[s.s_start];
-        }
-        if (last.count(s.s_end)) {
-            a.end_frame = last[s.s_end] + 1;
-        }
-        return a;
+        const int64_t a = held(first, s.s_start), b = held(last, s.s_end);
+        return AlignedSpan {s.text, a, b < 0 ? -1 : b + 1};
     };
     std::vector<AlignedSegment> out;
     for (const AlignmentChain::Segment & s : chain.segments) {

@@ -9,14 +9,6 @@
 namespace transcribe {
 
 namespace {
-std::string trimmed(const std::string & s) {
-    const size_t a = s.find_first_not_of(" \t\r\n");
-    if (a == std::string::npos) {
-        return "";
-    }
-    return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
-}
-
 // The number of characters (code points) of UTF-8 text, as Python's len() of the phrase.
 size_t characters(const std::string & s) {
     size_t n = 0;
@@ -137,7 +129,7 @@ PhraseBoostingTree PhraseBoostingTree::from_text(const std::vector<std::string> 
     std::vector<std::vector<int32_t>> ids;
     std::vector<std::string>          texts;
     for (const std::string & raw : phrases) {
-        const std::string p = trimmed(raw);
+        const std::string p = strip_whitespace(raw);
         if (p.empty() || std::find(texts.begin(), texts.end(), p) != texts.end()) {
             continue; // NeMo keys phrases by their text: a repeat is the same phrase
         }

@@ -28,16 +28,20 @@ size_t RecordingPipeline::window_samples(const RecordingRequest & req) const {
     return window;
 }
 
+SessionOptions RecordingPipeline::companion_options() const {
+    SessionOptions o = options_;
+    o.n_batch           = 1;
+    o.progress_callback = nullptr;
+    return o;
+}
+
 // The draft of one piece for speculative decoding: the draft model's transcript of it (run in the
 // pipeline's draft session, on the session's threads), in the main model's tokens.
 std::vector<int32_t> RecordingPipeline::draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
                                                  const std::function<bool()> & cancelled) {
     if (!draft_ || draft_id_ != draft_id) {
-        SessionOptions o = options_;
-        o.n_batch           = 1;
-        o.progress_callback = nullptr;
         draft_.reset();
-        draft_    = draft.new_session(o);
+        draft_    = draft.new_session(companion_options());
         draft_id_ = draft_id;
     }
     RunOptions o;
@@ -294,10 +298,7 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
                     [&] { return rec.options.cancelled && rec.options.cancelled(); });
     Transcript t = batcher.run(std::move(rec));
     if (req.aligner) { // any thread: a session of its own
-        SessionOptions so = options_;
-        so.n_batch           = 1;
-        so.progress_callback = nullptr;
-        align(t, pcm, n, req, o, req.aligner->new_session(so).get());
+        align(t, pcm, n, req, o, req.aligner->new_session(companion_options()).get());
     }
     attribute(t, pcm, n, req, o, diarize_ms);
     return t;
@@ -310,11 +311,8 @@ void RecordingPipeline::align(Transcript & t, const float * pcm, size_t n, const
     }
     if (!session) {
         if (!aligner_ || aligner_id_ != req.aligner_id) {
-            SessionOptions so = options_;
-            so.n_batch           = 1;
-            so.progress_callback = nullptr;
             aligner_.reset();
-            aligner_    = req.aligner->new_session(so);
+            aligner_    = req.aligner->new_session(companion_options());
             aligner_id_ = req.aligner_id;
         }
         session = aligner_.get();

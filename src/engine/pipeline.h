@@ -84,6 +84,9 @@ private:
     // The diarizer's segments of the recording, its time added to DIARIZE_MS.
     static std::vector<SpeakerSegment> diarized(const RecordingRequest & req, const float * pcm, size_t n,
                                                 double & diarize_ms);
+    // What a session of a companion model (draft, aligner) runs with: this pipeline's threads, one
+    // recording at a time, no progress of its own.
+    SessionOptions companion_options() const;
     std::vector<int32_t> draft_of(Model & draft, uint64_t draft_id, const float * pcm, size_t n,
                                   const std::function<bool()> & cancelled);
 

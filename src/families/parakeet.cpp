@@ -224,6 +224,7 @@ void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int
     dump_f32("pred_state_sos_h", state.h(), {hp.pred_layers, hp.pred_hidden});
     dump_f32("pred_state_sos_c", state.c(), {hp.pred_layers, hp.pred_hidden});
     dump_f32("joint_pred_proj_sos", state.pred_proj(), {J});
+    const bool tdt = hp.extra > 0; // else RNNT: no durations
     int on_frame = 0;
     for (int t = 0; t < T;) {
         const std::vector<float> & logits = state.joint(&enc_proj[size_t(t) * size_t(J)]);
@@ -234,7 +235,6 @@ void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int
             dump_f32("joint_logits_t0", logits, {int64_t(logits.size())});
         }
         int token          = argmax(logits.data(), V1);
-        const bool tdt     = hp.extra > 0;
         const int duration = tdt ? model_.durations_[size_t(argmax(logits.data() + V1, hp.extra))] : 0;
         if (token == hp.blank()) {
             t += std::max(duration, 1);
