@@ -384,6 +384,21 @@ class ParakeetConverter(NemoConverterCase):
                 .replace(b"durations", b"other_key")
         self.expect_error(self.convert_edited(rnnt_loss_with_tdt_joint), "do not match vocab 128 + 0 durations")
 
+    def test_a_non_tdt_loss_keeps_the_decodings_own_durations_and_max_symbols_per_step(self):
+        """EncDecRNNTModel copies durations into the decoding only for the tdt loss; another loss leaves the
+        decoding's own, and RNNTDecoding is TDT whenever it has them. max_symbols falls back to the greedy
+        config's max_symbols_per_step."""
+        def default_loss(members):
+            members["./model_config.yaml"] = members["./model_config.yaml"].replace(b"loss_name: tdt", b"loss_name: default") \
+                .replace(b"max_symbols: 10", b"max_symbols_per_step: 7")
+        r = self.convert_edited(default_loss)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_tdt")
+        self.assertEqual([g.fields["parakeet_tdt.durations"].parts[i].tolist()[0] for i in g.fields["parakeet_tdt.durations"].data],
+                         [0, 1, 2, 3, 4])
+        self.assertEqual(g.fields["parakeet_tdt.max_symbols"].parts[g.fields["parakeet_tdt.max_symbols"].data[0]].tolist(), [7])
+
     def test_a_hybrid_gets_the_transducer_and_its_aux_ctc_head(self):
         """EncDecHybridRNNTCTCBPEModel (parakeet-tdt-ctc-tiny): architecture parakeet_tdt with every transducer
         tensor, the aux_ctc head as ctc.weight / ctc.bias (from ctc_decoder.*) and its decoding section's
