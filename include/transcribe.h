@@ -434,6 +434,66 @@ TRANSCRIBE_API transcribe_status transcribe_get_word(const transcribe_result * r
                                                      transcribe_word * out);
 TRANSCRIBE_API void            transcribe_result_free(transcribe_result * result);
 
+/* ---------------------------------------------------------------- live streams */
+/* Live transcription of one audio stream (a microphone, a WebSocket): samples pushed as they come;
+ * turns of speech found as they happen by a VAD (OpenAI's server_vad: a turn starts at the first chunk
+ * of speech, PREFIX_PADDING_MS before it, and ends once SILENCE_DURATION_MS of quiet have passed, that
+ * silence included) or committed by the caller; each ended turn transcribed from its own samples, as
+ * transcribe_run would transcribe them; the turn still being spoken re-transcribed now and then, its
+ * words sent as append-only deltas once two consecutive hearings agree on them. The stream holds no
+ * session: transcribe_stream_decode borrows one (or a batcher) only for the work that is due, so many
+ * streams can share a model. One thread at a time per stream. */
+typedef struct transcribe_stream transcribe_stream;
+
+typedef struct transcribe_stream_params {
+    int   sample_rate;         /* of the pushed samples (default 16000; the VAD hears them at 16 kHz) */
+    bool  turn_detection;      /* true (default): turns from the VAD given at create; false: by commit only */
+    float threshold;           /* a chunk at or over this speech probability starts a turn (default 0.5) */
+    int   prefix_padding_ms;   /* audio before the speech a turn includes (default 300) */
+    int   silence_duration_ms; /* quiet that ends a turn (default 500) */
+    int   partial_interval_ms; /* the open turn re-transcribed at most once per this much audio, backing off
+                                  to keep it under half of real time (default 500); 0: no deltas */
+} transcribe_stream_params;
+
+typedef enum transcribe_stream_event_type {
+    TRANSCRIBE_STREAM_SPEECH_STARTED, /* a turn began at audio_start_ms */
+    TRANSCRIBE_STREAM_SPEECH_STOPPED, /* the VAD ended the turn at audio_end_ms */
+    TRANSCRIBE_STREAM_COMMITTED,      /* the turn's audio [audio_start_ms, audio_end_ms) is final */
+    TRANSCRIBE_STREAM_DELTA,          /* text: words to append to the turn's partial transcript */
+    TRANSCRIBE_STREAM_COMPLETED,      /* text: the turn's transcript */
+} transcribe_stream_event_type;
+
+typedef struct transcribe_stream_event {
+    transcribe_stream_event_type type;
+    int64_t      item;           /* the turn: 0, 1, ... in the order turns start or are committed */
+    int64_t      audio_start_ms; /* in the stream's audio, from its first sample */
+    int64_t      audio_end_ms;   /* STOPPED, COMMITTED, COMPLETED: the turn's end; DELTA: the audio heard */
+    const char * text;           /* valid until the next transcribe_stream_next_event or free */
+} transcribe_stream_event;
+
+TRANSCRIBE_API transcribe_stream_params transcribe_stream_params_init(void);
+/* VAD: required with turn_detection (INVALID_ARG without), ignored otherwise; it must outlive the stream. */
+TRANSCRIBE_API transcribe_status transcribe_stream_create(transcribe_vad_model * vad, const transcribe_stream_params * params,
+                                                          transcribe_stream ** out_stream);
+TRANSCRIBE_API void transcribe_stream_free(transcribe_stream * stream);
+/* Mono samples at the stream's rate, any number at a time. */
+TRANSCRIBE_API transcribe_status transcribe_stream_push(transcribe_stream * stream, const float * pcm, size_t n_samples);
+/* The audio since the last turn (or the open turn) becomes a turn now: INVALID_ARG under 100 ms. */
+TRANSCRIBE_API transcribe_status transcribe_stream_commit(transcribe_stream * stream);
+/* Forgets the audio since the last turn, an open turn with it. */
+TRANSCRIBE_API transcribe_status transcribe_stream_clear(transcribe_stream * stream);
+/* Whether transcribe_stream_decode has work: an ended turn, or a partial transcript due. */
+TRANSCRIBE_API bool transcribe_stream_decode_due(const transcribe_stream * stream);
+/* Transcribes the ended turns (COMPLETED each, with PARAMS as transcribe_run takes them, the samples
+ * resampled to the model's rate) and, where due, the open turn (DELTA where new words agree), on SESSION,
+ * or through BATCHER when it is not NULL (then SESSION may be NULL). OUTPUT_TRUNCATED where a turn's
+ * transcript ran out of token budget (its event is still there). */
+TRANSCRIBE_API transcribe_status transcribe_stream_decode(transcribe_stream * stream, transcribe_session * session,
+                                                          transcribe_batcher * batcher,
+                                                          const transcribe_run_params * params);
+/* The next event, false when there is none. */
+TRANSCRIBE_API bool transcribe_stream_next_event(transcribe_stream * stream, transcribe_stream_event * out);
+
 typedef struct transcribe_timings {
     double load_ms;
     double mel_ms;

@@ -6,6 +6,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "engine/family.h"
+#include "engine/live_stream.h"
 #include "engine/long_audio.h"
 #include "core/log.h"
 #include "engine/pipeline.h"
@@ -902,3 +903,129 @@ const float * transcribe_vad_result_state(const transcribe_vad_result * r) { ret
 void transcribe_vad_result_free(transcribe_vad_result * r) { delete r; }
 
 } // extern "C"
+
+// ---------------------------------------------------------------- live streams
+
+struct transcribe_stream {
+    std::unique_ptr<LiveStream> impl;
+    std::string                 text; // the last event's text, kept for the caller
+};
+
+transcribe_stream_params transcribe_stream_params_init(void) {
+    const LiveStreamOptions d;
+    transcribe_stream_params p;
+    p.sample_rate         = d.sample_rate;
+    p.turn_detection      = d.detect_turns;
+    p.threshold           = d.turns.threshold;
+    p.prefix_padding_ms   = d.turns.prefix_padding_ms;
+    p.silence_duration_ms = d.turns.silence_duration_ms;
+    p.partial_interval_ms = d.partial_interval_ms;
+    return p;
+}
+
+transcribe_status transcribe_stream_create(transcribe_vad_model * vad, const transcribe_stream_params * params,
+                                           transcribe_stream ** out_stream) {
+    return guarded([&] {
+        if (!out_stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_create: null argument");
+        }
+        *out_stream = nullptr;
+        const transcribe_stream_params p = params ? *params : transcribe_stream_params_init();
+        LiveStreamOptions o;
+        o.sample_rate               = p.sample_rate;
+        o.detect_turns              = p.turn_detection;
+        o.turns.threshold           = p.threshold;
+        o.turns.prefix_padding_ms   = p.prefix_padding_ms;
+        o.turns.silence_duration_ms = p.silence_duration_ms;
+        o.partial_interval_ms       = p.partial_interval_ms;
+        std::unique_ptr<SpeechDetector> detector;
+        if (p.turn_detection && vad) {
+            detector = std::make_unique<SileroVadSession>(*vad->impl, 1);
+        }
+        auto s  = std::make_unique<transcribe_stream>();
+        s->impl = std::make_unique<LiveStream>(o, std::move(detector));
+        *out_stream = s.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_stream_free(transcribe_stream * stream) { delete stream; }
+
+transcribe_status transcribe_stream_push(transcribe_stream * stream, const float * pcm, size_t n_samples) {
+    return guarded([&] {
+        if (!stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_push: null argument");
+        }
+        stream->impl->push(pcm, n_samples);
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_stream_commit(transcribe_stream * stream) {
+    return guarded([&] {
+        if (!stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_commit: null argument");
+        }
+        stream->impl->commit();
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_stream_clear(transcribe_stream * stream) {
+    return guarded([&] {
+        if (!stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_clear: null argument");
+        }
+        stream->impl->clear();
+        return TRANSCRIBE_OK;
+    });
+}
+
+bool transcribe_stream_decode_due(const transcribe_stream * stream) { return stream && stream->impl->decode_due(); }
+
+transcribe_status transcribe_stream_decode(transcribe_stream * stream, transcribe_session * session,
+                                           transcribe_batcher * batcher, const transcribe_run_params * params) {
+    return guarded([&] {
+        if (!stream || (!session && !batcher)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_decode: null argument");
+        }
+        RecordingPipeline & pipeline = *(batcher ? batcher->session : session)->pipeline;
+        const RecordingRequest req = run_request(params);
+        const int rate = pipeline.model().info().sample_rate, stream_rate = stream->impl->options().sample_rate;
+        bool truncated = false;
+        stream->impl->decode([&](const float * pcm, size_t n) {
+            std::vector<float> resampled;
+            if (stream_rate != rate) {
+                resampled = audio_to_mono(pcm, n, stream_rate, 1, rate);
+                pcm = resampled.data(), n = resampled.size();
+            }
+            Transcript t = batcher ? pipeline.run_shared(*batcher->impl, pcm, n, req) : pipeline.run(pcm, n, req);
+            truncated = truncated || t.truncated;
+            return std::move(t.text);
+        });
+        if (truncated) {
+            return report(TRANSCRIBE_ERR_OUTPUT_TRUNCATED,
+                          format("a turn's transcript was truncated: the budget of %d new tokens ran out",
+                                 req.options.max_new_tokens));
+        }
+        return TRANSCRIBE_OK;
+    });
+}
+
+bool transcribe_stream_next_event(transcribe_stream * stream, transcribe_stream_event * out) {
+    LiveEvent e {LiveEventKind::Delta};
+    if (!stream || !out || !stream->impl->next_event(e)) {
+        return false;
+    }
+    stream->text = std::move(e.text);
+    out->type    = e.kind == LiveEventKind::SpeechStarted   ? TRANSCRIBE_STREAM_SPEECH_STARTED
+                   : e.kind == LiveEventKind::SpeechStopped ? TRANSCRIBE_STREAM_SPEECH_STOPPED
+                   : e.kind == LiveEventKind::Committed     ? TRANSCRIBE_STREAM_COMMITTED
+                   : e.kind == LiveEventKind::Delta         ? TRANSCRIBE_STREAM_DELTA
+                                                            : TRANSCRIBE_STREAM_COMPLETED;
+    out->item           = e.item;
+    out->audio_start_ms = e.audio_start_ms;
+    out->audio_end_ms   = e.audio_end_ms;
+    out->text           = stream->text.c_str();
+    return true;
+}

@@ -42,78 +42,6 @@ sf_count_t mem_read(void * dst, sf_count_t n, void * u) {
 sf_count_t mem_write(const void *, sf_count_t, void *) { return 0; }
 sf_count_t mem_tell(void * u) { return static_cast<MemoryStream *>(u)->pos; }
 
-// soxr's streaming resampler (the same engine and quality as the one-shot call), or none when the rates
-// match: blocks of mono samples in, the output appended to OUT.
-class Resampler {
-public:
-    Resampler(int in_rate, int out_rate, std::vector<float> & out) : out_(out), in_rate_(in_rate), out_rate_(out_rate) {
-        if (in_rate == out_rate) {
-            return;
-        }
-        soxr_error_t        err     = nullptr;
-        soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
-        soxr_io_spec_t      io      = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-        soxr_ = soxr_create(in_rate, out_rate, 1, &err, &io, &quality, nullptr);
-        if (err || !soxr_) {
-            fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: cannot resample %d -> %d Hz: %s", in_rate, out_rate,
-                 err ? err : "soxr_create failed");
-        }
-    }
-    ~Resampler() {
-        if (soxr_) {
-            soxr_delete(soxr_);
-        }
-    }
-    Resampler(const Resampler &) = delete;
-    Resampler & operator=(const Resampler &) = delete;
-
-    void push(const float * x, size_t n) {
-        in_ += n;
-        if (!soxr_) {
-            out_.insert(out_.end(), x, x + n);
-            return;
-        }
-        run(x, n);
-    }
-    // Flushes the resampler; the output is cut to round(n_in * ratio) samples, as the one-shot call gives.
-    void finish() {
-        if (!soxr_) {
-            return;
-        }
-        run(nullptr, 0);
-        const size_t want = size_t(std::llround(double(in_) * double(out_rate_) / double(in_rate_)));
-        if (out_.size() > want) {
-            out_.resize(want);
-        }
-    }
-
-private:
-    void run(const float * x, size_t n) {
-        float buf[4096];
-        size_t used = 0;
-        do {
-            size_t consumed = 0, produced = 0;
-            soxr_error_t err = soxr_process(soxr_, x ? x + used : nullptr, x ? n - used : 0, &consumed, buf,
-                                            sizeof buf / sizeof buf[0], &produced);
-            if (err) {
-                fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", in_rate_, out_rate_, err);
-            }
-            out_.insert(out_.end(), buf, buf + produced);
-            used += consumed;
-            if (!x && produced == 0) {
-                break; // flushed
-            }
-            if (x && used >= n && produced < sizeof buf / sizeof buf[0]) {
-                break;
-            }
-        } while (true);
-    }
-
-    std::vector<float> & out_;
-    soxr_t               soxr_ = nullptr;
-    int                  in_rate_, out_rate_;
-    size_t               in_ = 0;
-};
 
 // Each frame's channels averaged (in double) into MONO.
 void downmix(const float * interleaved, size_t n_frames, int n_channels, float * mono) {
@@ -156,7 +84,7 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
     if (info.frames > 0 && info.frames < sf_count_t(6) * 3600 * info.samplerate) {
         out.reserve(size_t(double(std::min(info.frames, plausible)) * target_rate / info.samplerate) + 16);
     }
-    Resampler resample(info.samplerate, target_rate, out);
+    StreamResampler resample(info.samplerate, target_rate, out);
     std::vector<float> chunk(size_t(4096) * size_t(info.channels)), mono(4096);
     size_t frames = 0;
     for (;;) {
@@ -191,6 +119,69 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
 }
 
 } // namespace
+
+// soxr's streaming resampler (the same engine and quality as the one-shot call).
+StreamResampler::StreamResampler(int in_rate, int out_rate, std::vector<float> & out)
+    : out_(out), in_rate_(in_rate), out_rate_(out_rate) {
+    if (in_rate == out_rate) {
+        return;
+    }
+    soxr_error_t        err     = nullptr;
+    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_io_spec_t      io      = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_ = soxr_create(in_rate, out_rate, 1, &err, &io, &quality, nullptr);
+    if (err || !soxr_) {
+        fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: cannot resample %d -> %d Hz: %s", in_rate, out_rate,
+             err ? err : "soxr_create failed");
+    }
+}
+
+StreamResampler::~StreamResampler() {
+    if (soxr_) {
+        soxr_delete(soxr_);
+    }
+}
+
+void StreamResampler::push(const float * x, size_t n) {
+    in_ += n;
+    if (!soxr_) {
+        out_.insert(out_.end(), x, x + n);
+        return;
+    }
+    run(x, n);
+}
+
+void StreamResampler::finish() {
+    if (!soxr_) {
+        return;
+    }
+    run(nullptr, 0);
+    const size_t want = size_t(std::llround(double(in_) * double(out_rate_) / double(in_rate_)));
+    if (out_.size() > want) {
+        out_.resize(want);
+    }
+}
+
+void StreamResampler::run(const float * x, size_t n) {
+    float buf[4096];
+    size_t used = 0;
+    do {
+        size_t consumed = 0, produced = 0;
+        soxr_error_t err = soxr_process(soxr_, x ? x + used : nullptr, x ? n - used : 0, &consumed, buf,
+                                        sizeof buf / sizeof buf[0], &produced);
+        if (err) {
+            fail(TRANSCRIBE_ERR_AUDIO_DECODE, "audio: resampling %d -> %d Hz failed: %s", in_rate_, out_rate_, err);
+        }
+        out_.insert(out_.end(), buf, buf + produced);
+        used += consumed;
+        if (!x && produced == 0) {
+            break; // flushed
+        }
+        if (x && used >= n && produced < sizeof buf / sizeof buf[0]) {
+            break;
+        }
+    } while (true);
+}
 
 void audio_check_finite(const float * samples, size_t n, const char * what) {
     for (size_t i = 0; i < n; ++i) {
@@ -245,7 +236,7 @@ std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int
     // to round(n * ratio) samples as its one-shot call gives).
     std::vector<float> out;
     out.reserve(size_t(double(n_frames) * target_rate / sample_rate) + 16);
-    Resampler resample(sample_rate, target_rate, out);
+    StreamResampler resample(sample_rate, target_rate, out);
     std::vector<float> mono(std::min<size_t>(n_frames, 4096));
     for (size_t at = 0; at < n_frames; at += mono.size()) {
         const size_t n = std::min(mono.size(), n_frames - at);

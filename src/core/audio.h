@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+struct soxr; // soxr.h's soxr_t
+
 namespace transcribe {
 
 // Sample rates taken for audio: below 1 kHz a header is not describing sound (and a 4 KB file at 1 Hz
@@ -27,6 +29,28 @@ std::vector<float> audio_decode_memory(const void * data, size_t size, int targe
 // Interleaved PCM at any rate / channel count to mono at target_rate.
 std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int sample_rate, int n_channels,
                                  int target_rate);
+// soxr's streaming resampler, or none when the rates match: blocks of mono samples in, the output
+// appended to OUT as soon as soxr gives it.
+class StreamResampler {
+public:
+    StreamResampler(int in_rate, int out_rate, std::vector<float> & out); // AUDIO_DECODE where soxr refuses
+    ~StreamResampler();
+    StreamResampler(const StreamResampler &) = delete;
+    StreamResampler & operator=(const StreamResampler &) = delete;
+
+    void push(const float * x, size_t n);
+    // Flushes the resampler; the output is cut to round(n_in * ratio) samples, as the one-shot call gives.
+    void finish();
+
+private:
+    void run(const float * x, size_t n);
+
+    std::vector<float> & out_;
+    ::soxr *             soxr_ = nullptr;
+    int                  in_rate_, out_rate_;
+    size_t               in_ = 0;
+};
+
 // AUDIO_DECODE naming the first non-finite sample, if any.
 void audio_check_finite(const float * samples, size_t n, const char * what);
 

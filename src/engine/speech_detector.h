@@ -14,6 +14,9 @@ public:
     virtual std::vector<float> probabilities(const float * pcm, size_t n, int sample_rate,
                                              const std::function<bool()> & abort) = 0;
     virtual size_t chunk_samples(int sample_rate) const = 0;
+    // Live audio: one probability per chunk of the next N samples (whole chunks) of one stream, going on
+    // from the chunks given before.
+    virtual std::vector<float> next_probabilities(const float * pcm, size_t n, int sample_rate) = 0;
 };
 
 } // namespace transcribe

@@ -197,13 +197,22 @@ Graph & SileroVadSession::graph(const SileroVadBranch & b, int n_chunks, bool ta
 
 std::vector<float> SileroVadSession::run(const float * pcm, size_t n, int sample_rate,
                                          const std::function<bool()> & should_abort, SileroVadTaps * taps) {
-    const SileroVadBranch & b = model_.branch(sample_rate);
+    SileroVadStream from_zero;
+    from_zero.sample_rate = sample_rate;
+    return run(from_zero, pcm, n, should_abort, taps);
+}
+
+std::vector<float> SileroVadSession::run(SileroVadStream & stream, const float * pcm, size_t n,
+                                         const std::function<bool()> & should_abort, SileroVadTaps * taps) {
+    const SileroVadBranch & b = model_.branch(stream.sample_rate);
     const size_t chunk = size_t(b.chunk), ctx_len = size_t(b.context), width = size_t(b.padded());
     const size_t n_chunks = (n + chunk - 1) / chunk;
     const size_t H = SileroVad::kHidden;
     std::vector<float> probs;
     probs.reserve(n_chunks);
-    std::vector<float> context(ctx_len, 0.0f), input, carry(2 * H, 0.0f);
+    stream.context.resize(ctx_len, 0.0f);
+    stream.state.resize(2 * H, 0.0f);
+    std::vector<float> & context = stream.context, & carry = stream.state, input;
     ggml_backend_tensor_set(h_all_, carry.data(), 0, H * sizeof(float));
     ggml_backend_tensor_set(c_all_, carry.data() + H, 0, H * sizeof(float));
     if (taps) {

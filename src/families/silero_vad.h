@@ -57,6 +57,14 @@ struct SileroVadTaps {
     std::vector<float> logit;
 };
 
+// Where a stream of chunks stands: the last context samples and the LSTM state (h, then c), both zero
+// before the first chunk.
+struct SileroVadStream {
+    int                sample_rate = 16000;
+    std::vector<float> context;
+    std::vector<float> state;
+};
+
 class SileroVadSession final : public SpeechDetector {
 public:
     SileroVadSession(const SileroVad & model, int n_threads);
@@ -68,11 +76,19 @@ public:
     // zero state. should_abort is polled between blocks of chunks (ABORTED).
     std::vector<float> run(const float * pcm, size_t n, int sample_rate, const std::function<bool()> & should_abort = {},
                            SileroVadTaps * taps = nullptr);
+    // The same, going on from STREAM (and leaving it after the last chunk): a recording fed in pieces of
+    // whole chunks gets the probabilities it gets in one run.
+    std::vector<float> run(SileroVadStream & stream, const float * pcm, size_t n,
+                           const std::function<bool()> & should_abort = {}, SileroVadTaps * taps = nullptr);
     std::vector<float> probabilities(const float * pcm, size_t n, int sample_rate,
                                      const std::function<bool()> & abort) override {
         return run(pcm, n, sample_rate, abort);
     }
     size_t chunk_samples(int sample_rate) const override { return size_t(model_.branch(sample_rate).chunk); }
+    std::vector<float> next_probabilities(const float * pcm, size_t n, int sample_rate) override {
+        live_.sample_rate = sample_rate;
+        return run(live_, pcm, n);
+    }
     // The LSTM state after the last chunk of the last run: h, then c (kHidden each).
     const std::vector<float> & state() const { return state_; }
     const SileroVad & model() const { return model_; }
@@ -88,6 +104,7 @@ private:
     ggml_tensor *         c_all_     = nullptr; // column t + 1 the state after the block's chunk t
     std::map<std::tuple<int, int, bool>, std::unique_ptr<Graph>> graphs_;
     std::vector<float>    state_;
+    SileroVadStream       live_; // where next_probabilities stands
 };
 
 } // namespace transcribe

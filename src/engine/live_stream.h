@@ -1,0 +1,110 @@
+// Live transcription of one audio stream: samples arrive in pieces of any size; turns of speech are
+// found as they happen (turn_detector.h over a streamed voice-activity detector) or committed by the
+// caller; each turn, once over, is transcribed from its own samples alone (so its text is what a whole
+// run on those samples gives), and a turn still being spoken is re-transcribed now and then so its words
+// can go out early. Those partial transcripts are sent as append-only deltas of the words two
+// consecutive partials agree on (a word is out only once two hearings of it agree), at a cadence that
+// backs off when transcribing is slow, so the work stays a bounded share of real time.
+//
+// The stream decodes nothing itself: decode() takes the transcriber (a session of the caller's), so
+// many streams can share a model and a stream holds a session only while it transcribes.
+#pragma once
+
+#include "engine/speech_detector.h"
+#include "engine/turn_detector.h"
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace transcribe {
+
+class StreamResampler;
+
+struct LiveStreamOptions {
+    int                 sample_rate = 16000; // of the samples pushed
+    bool                detect_turns = true; // false: turns only by commit()
+    TurnDetectionParams turns;
+    int                 partial_interval_ms = 500; // partial transcripts at most once per this much audio; 0: none
+};
+
+enum class LiveEventKind { SpeechStarted, SpeechStopped, Committed, Delta, Completed };
+
+struct LiveEvent {
+    LiveEventKind kind;
+    int64_t       item = 0;           // the turn, numbered from 0 in the order turns start (or are committed)
+    int64_t       audio_start_ms = 0; // the turn's audio in the stream (SpeechStarted: the start only)
+    int64_t       audio_end_ms   = 0;
+    std::string   text;               // Delta: the words to append; Completed: the turn's transcript
+};
+
+// Samples at the stream's rate to their transcript.
+using TurnTranscriber = std::function<std::string(const float * pcm, size_t n)>;
+
+class LiveStream {
+public:
+    // VAD: the detector turn detection runs (required where options.detect_turns).
+    LiveStream(const LiveStreamOptions & options, std::unique_ptr<SpeechDetector> vad);
+    ~LiveStream();
+    LiveStream(const LiveStream &) = delete;
+    LiveStream & operator=(const LiveStream &) = delete;
+
+    const LiveStreamOptions & options() const { return options_; }
+
+    // More samples: turn edges found in them become events.
+    void push(const float * pcm, size_t n);
+    // What has been pushed since the last turn, commit or clear becomes a turn of its own (an open turn
+    // is ended here). INVALID_ARG for less than 100 ms of audio, as OpenAI's commit.
+    void commit();
+    // Forgets the audio since the last turn, commit or clear, and an open turn with it.
+    void clear();
+
+    // Whether decode() has work: a turn to finish or a partial transcript due.
+    bool decode_due() const;
+    // Finishes every ended turn (in order, each a Completed), then, where due, a partial transcript of
+    // the open turn (a Delta when it brings agreed words).
+    void decode(const TurnTranscriber & transcribe);
+
+    bool next_event(LiveEvent & out);
+
+    int64_t pushed_ms() const { return to_ms(pushed_); }
+
+private:
+    struct EndedTurn {
+        int64_t            item, start_ms, end_ms;
+        std::vector<float> pcm;
+    };
+
+    int64_t to_ms(int64_t sample) const { return sample * 1000 / options_.sample_rate; }
+    void    on_edge(const TurnEdge & edge);
+    void    end_turn(int64_t end);
+    void    trim();
+    void    partial(const TurnTranscriber & transcribe);
+
+    LiveStreamOptions               options_;
+    std::unique_ptr<SpeechDetector> vad_;
+    std::unique_ptr<StreamResampler> to_vad_rate_; // the VAD hears 16 kHz
+    std::unique_ptr<TurnDetector>   turns_;
+    std::vector<float>              vad_pending_;  // at 16 kHz, less than a chunk waiting
+    std::vector<TurnEdge>           edges_;
+
+    std::vector<float> buffer_;          // the stream's samples from buffer_origin_ on
+    int64_t            buffer_origin_ = 0;
+    int64_t            pushed_        = 0;
+    int64_t            floor_         = 0; // where the audio not yet in a turn begins
+    int64_t            next_item_     = 0;
+
+    bool    open_       = false; // a turn is being spoken
+    int64_t open_item_  = 0, open_start_ = 0;
+    int64_t partial_at_ = 0;     // the open turn's length at its last partial transcript
+    int64_t partial_gap_ = 0;    // samples of new audio the next partial waits for
+    std::vector<std::string> last_hearing_, sent_words_;
+
+    std::deque<EndedTurn> ended_;
+    std::deque<LiveEvent> events_;
+};
+
+} // namespace transcribe
