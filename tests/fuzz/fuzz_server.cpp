@@ -21,9 +21,9 @@ using namespace transcribe_server;
 
 namespace {
 
-ServerState *     g_state  = nullptr;
-httplib::Server * g_server = nullptr;
-int               g_port   = 0;
+ServerState * g_state  = nullptr;
+HttpServer *  g_server = nullptr;
+int           g_port   = 0;
 
 void quiet(transcribe_log_level, const char *, void *) {}
 
@@ -53,8 +53,8 @@ std::string exchange(const std::string & request) {
         }
         sent += size_t(n);
     }
-    // No half-close: cpp-httplib takes a readable EOF for a dead connection and would not answer.
-    // "Connection: close" makes the server close after its response, which ends the read below.
+    // No half-close (the server takes the peer's FIN for a client gone): "Connection: close" makes the
+    // server close after its response, which ends the read below.
     std::string response;
     char buf[4096];
     for (;;) {
@@ -88,13 +88,15 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     g_state->pool = std::make_unique<SessionPool>(g_state->model, 1, 4, sp);
     g_state->max_new_tokens   = 4;
     g_state->max_upload_bytes = 1 << 20;
-    g_server = new httplib::Server();
-    install_routes(*g_server, *g_state);
-    g_port = g_server->bind_to_any_port("127.0.0.1");
-    std::thread([] { g_server->listen_after_bind(); }).detach();
-    while (!g_server->is_running()) {
-        std::this_thread::yield();
+    HttpLimits limits;
+    limits.max_body_bytes = g_state->max_upload_bytes + (64 << 10);
+    g_server = new HttpServer(limits, make_handlers(*g_state));
+    std::string error;
+    g_port = g_server->bind("127.0.0.1", 0, &error);
+    if (g_port < 0) {
+        std::abort();
     }
+    std::thread([] { g_server->run(); }).detach(); // the socket listens already: connects wait in its backlog
     return 0;
 }
 

@@ -1,14 +1,17 @@
-// The HTTP routes of transcribe-server: OpenAI's /v1/audio/transcriptions, /v1/models, /health.
+// transcribe-server's handlers over the HTTP layer (http/http_server.h): OpenAI's
+// /v1/audio/transcriptions and /translations (transcription.cpp), the Realtime API's transcription
+// sessions at /v1/realtime (realtime.cpp), /v1/models, /health, and the middleware every request passes
+// (routes.cpp).
 #pragma once
 
 #include "transcribe.h"
 
+#include "http/http_server.h"
 #include "session_pool.h"
-
-#include <httplib.h>
 
 #include <atomic>
 #include <memory>
+#include <string>
 
 namespace transcribe_server {
 
@@ -17,7 +20,7 @@ struct ServerState {
     transcribe_model_info        info {};
     std::unique_ptr<SessionPool> pool;
     int                          max_new_tokens = 256;
-    transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request
+    transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request, realtime turns
     transcribe_vad_params        vad_params = transcribe_vad_params_init();
     transcribe_model *           draft = nullptr; // --draft: speculative decoding (a request's draft=false opts out)
     transcribe_diarizer *        diarizer = nullptr; // --diarize: speakers for response_format=diarized_json
@@ -26,11 +29,39 @@ struct ServerState {
     double                       max_audio_s      = 1800; // --max-audio-s: longer uploads get 413 (0: no limit)
     std::string                  api_key;     // --api-key: required as "Authorization: Bearer KEY" (not on /health)
     std::string                  cors_origin; // --cors-origin: allowed browser origin ("" = no CORS headers)
+    int                          max_realtime = 16; // --max-realtime: realtime sessions at once
+    std::atomic<int>             realtime {0};
     std::atomic<long>            served {0};
     std::atomic<long>            aborted {0}; // runs stopped because the client went away
 };
 
-// Routes, error handlers (OpenAI's error shape) and the upload limit.
-void install_routes(httplib::Server & server, ServerState & state);
+// What a transcription request asks for beyond its audio and format.
+struct RunRequest {
+    std::string language;        // "" = the model's
+    std::string target_language; // "" = the speech's own (transcription)
+    bool        draft     = true;  // with the server's draft model, where it has one
+    bool        timestamps = false; // words asked of a model that times them only when asked
+    int         beam_size = 0;
+    bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
+    transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
+    std::string hotwords;              // one phrase a line
+    float       hotword_weight = 1.0f;
+};
+
+
+// What every transcription runs with (REST and realtime alike); R must outlive the run.
+transcribe_run_params run_params(const ServerState & st, const RunRequest & r);
+
+// OpenAI's error shape ({"error": {message, type, param, code}}), Retry-After with a 503.
+void send_error(HttpResponse & res, int status, const std::string & message, const char * param = nullptr,
+                const char * code = nullptr);
+// The audio seconds of the request this thread serves, for the access log.
+void note_audio_seconds(double seconds);
+
+void handle_transcription(ServerState & st, const HttpRequest & req, HttpResponse & res, bool translate);
+void handle_realtime(ServerState & st, const HttpRequest & req, WebSocketChannel & channel);
+
+// Every route and the middleware, for the HTTP layer.
+HttpHandlers make_handlers(ServerState & state);
 
 } // namespace transcribe_server

@@ -90,4 +90,12 @@ transcribe_status SessionPool::Lease::run(const float * pcm, size_t n, transcrib
                            : transcribe_run(pool_->sessions_[size_t(index_)], pcm, n, &rp, out);
 }
 
+transcribe_status SessionPool::Lease::decode(transcribe_stream * stream, transcribe_run_params rp,
+                                             const std::function<bool()> & stop) const {
+    rp.abort_callback  = stop_trampoline;
+    rp.abort_user_data = const_cast<std::function<bool()> *>(&stop);
+    return pool_->batcher_ ? transcribe_stream_decode(stream, nullptr, pool_->batcher_, &rp)
+                           : transcribe_stream_decode(stream, pool_->sessions_[size_t(index_)], nullptr, &rp);
+}
+
 } // namespace transcribe_server

@@ -34,6 +34,8 @@ public:
         // ends it with TRANSCRIBE_ERR_ABORTED. RP's abort callback is taken for it.
         transcribe_status run(const float * pcm, size_t n, transcribe_run_params rp, const std::function<bool()> & stop,
                               transcribe_result ** out) const;
+        // transcribe_stream_decode on this place, STOP as for run().
+        transcribe_status decode(transcribe_stream * stream, transcribe_run_params rp, const std::function<bool()> & stop) const;
 
     private:
         SessionPool * pool_;

@@ -1,169 +1,24 @@
+// /v1/audio/transcriptions and /v1/audio/translations: the form's fields checked, the audio decoded under
+// the server's limits, the transcript in the format asked for (or streamed as OpenAI's events).
 #include "server.h"
 
 #include "../common/decoder_type.h"
 #include "../common/formats.h"
 #include "../common/text_stream.h"
-#include "connection_watch.h"
+#include "http/connection_watch.h"
+#include "http/multipart.h"
 #include "openai_formats.h"
-#include "read_guard.h"
-
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <thread>
 
 using namespace transcribe_tools;
 
 namespace transcribe_server {
-
-namespace {
-
-void send_error(httplib::Response & res, int status, const std::string & message, const char * param = nullptr,
-                const char * code = nullptr) {
-    const char * type = status >= 500 ? (status == 503 ? "server_busy" : "server_error") : "invalid_request_error";
-    json err = {{"message", message}, {"type", type}, {"param", param ? json(param) : json(nullptr)},
-                {"code", code ? json(code) : json(status)}};
-    res.status = status;
-    if (status == 503) {
-        res.set_header("Retry-After", "1"); // a session frees up within a transcription
-    }
-    // Messages can echo client input (a form value): never let invalid UTF-8 there turn into a 500.
-    res.set_content(json({{"error", err}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-// What the access log says of the request this thread is serving.
-struct RequestRecord {
-    std::chrono::steady_clock::time_point start;
-    double audio_s = -1;
-};
-thread_local RequestRecord t_request;
-
-// The routes and the methods each takes (405 with Allow for any other).
-const std::map<std::string, std::string> k_routes = {
-    {"/health", "GET, HEAD"}, {"/v1/models", "GET, HEAD"}, {"/v1/audio/transcriptions", "POST"}, {"/v1/audio/translations", "POST"}};
-
-bool method_allowed(const std::string & allow, const std::string & method) {
-    size_t at = 0;
-    while (at < allow.size()) {
-        const size_t end = std::min(allow.find(',', at), allow.size());
-        if (allow.compare(at, end - at, method) == 0) {
-            return true;
-        }
-        at = allow.find_first_not_of(' ', end + 1);
-    }
-    return false;
-}
-
-// Equal strings in time that depends on their lengths only.
-bool same_secret(const std::string & a, const std::string & b) {
-    unsigned char diff = a.size() == b.size() ? 0 : 1;
-    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-        diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
-    }
-    return diff == 0;
-}
-
-// Before a request is routed (and before its body is read): CORS, preflight, 405, the API key.
-httplib::Server::HandlerResponse before_routing(const ServerState & st, const httplib::Request & req,
-                                                httplib::Response & res) {
-    t_request = {std::chrono::steady_clock::now(), -1};
-    const auto route = k_routes.find(req.path);
-    if (!st.cors_origin.empty()) {
-        res.set_header("Access-Control-Allow-Origin", st.cors_origin);
-        res.set_header("Vary", "Origin");
-        if (req.method == "OPTIONS" && route != k_routes.end()) {
-            res.status = 204;
-            res.set_header("Access-Control-Allow-Methods", route->second);
-            res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-            res.set_header("Access-Control-Max-Age", "600");
-            return httplib::Server::HandlerResponse::Handled;
-        }
-    }
-    if (route != k_routes.end() && !method_allowed(route->second, req.method)) {
-        res.set_header("Allow", route->second);
-        send_error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + route->second + ")");
-        return httplib::Server::HandlerResponse::Handled;
-    }
-    const std::string encoding = req.get_header_value("Content-Encoding");
-    if (!encoding.empty() && encoding != "identity") {
-        // Inflating would take the upload limit off the decoded size: the audio is compressed already.
-        send_error(res, 415, "Content-Encoding " + encoding + " is not accepted: send the audio file as it is");
-        return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!st.api_key.empty() && req.path != "/health" &&
-        !same_secret(req.get_header_value("Authorization"), "Bearer " + st.api_key)) {
-        send_error(res, 401, "missing or incorrect API key (Authorization: Bearer KEY)", nullptr, "invalid_api_key");
-        return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-}
-
-// One line per request on stderr: method, path, status, bytes in, audio seconds, milliseconds.
-void access_log(const httplib::Request & req, const httplib::Response & res) {
-    if (read_refused()) {
-        return; // the read limits answered and logged this connection
-    }
-    const std::string length = req.get_header_value("Content-Length");
-    const size_t bytes_in = length.empty() ? req.body.size() : size_t(std::strtoull(length.c_str(), nullptr, 10));
-    // A request httplib could not parse (400) never reached before_routing: its time is not known.
-    char audio[32] = "-", ms[32] = "-";
-    if (t_request.audio_s >= 0) {
-        std::snprintf(audio, sizeof audio, "%.2f", t_request.audio_s);
-    }
-    if (t_request.start != std::chrono::steady_clock::time_point {}) {
-        std::snprintf(ms, sizeof ms, "%.1f",
-                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_request.start).count());
-    }
-    std::fprintf(stderr, "transcribe-server: %s %s %d in=%zu audio_s=%s ms=%s\n", req.method.c_str(), req.path.c_str(),
-                 res.status, bytes_in, audio, ms);
-    t_request = {}; // this thread's next connection starts unknown
-}
-
-std::string form_field(const httplib::Request & req, const char * name, const std::string & fallback) {
-    return req.has_file(name) ? req.get_file_value(name).content : fallback;
-}
-
-// Every value of a repeated form field, under its name with or without OpenAI's "[]".
-std::vector<std::string> form_values(const httplib::Request & req, const std::string & name) {
-    std::vector<std::string> out;
-    for (const std::string & key : {name, name + "[]"}) {
-        const auto range = req.files.equal_range(key);
-        for (auto it = range.first; it != range.second; ++it) {
-            out.push_back(it->second.content);
-        }
-    }
-    return out;
-}
-
-// A container people upload that libsndfile does not read, named from its first bytes ("" otherwise).
-std::string unsupported_container(const std::string & b) {
-    if (b.size() >= 12 && b.compare(4, 4, "ftyp") == 0) {
-        return "MP4/M4A (AAC) audio is not supported, convert it to wav, flac, ogg or mp3; ";
-    }
-    if (b.size() >= 4 && b.compare(0, 4, "\x1A\x45\xDF\xA3") == 0) {
-        return "WebM/Matroska audio is not supported, convert it to wav, flac, ogg or mp3; ";
-    }
-    return "";
-}
-
-// What a transcription request asks for beyond its audio and format.
-struct RunRequest {
-    std::string language;        // "" = the model's
-    std::string target_language; // "" = the speech's own (transcription)
-    bool        draft     = true;  // with the server's draft model, where it has one
-    bool        timestamps = false; // words asked of a model that times them only when asked
-    int         beam_size = 0;
-    bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
-    transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
-    std::string hotwords;              // one phrase a line
-    float       hotword_weight = 1.0f;
-};
 
 // What every transcription request runs with; R must outlive the run.
 transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
@@ -186,13 +41,43 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     return rp;
 }
 
+namespace {
+
+std::string form_field(const Form & form, const char * name, const std::string & fallback) {
+    const auto it = form.find(name);
+    return it == form.end() ? fallback : it->second.content;
+}
+
+// Every value of a repeated form field, under its name with or without OpenAI's "[]".
+std::vector<std::string> form_values(const Form & form, const std::string & name) {
+    std::vector<std::string> out;
+    for (const std::string & key : {name, name + "[]"}) {
+        const auto range = form.equal_range(key);
+        for (auto it = range.first; it != range.second; ++it) {
+            out.push_back(it->second.content);
+        }
+    }
+    return out;
+}
+
+// A container people upload that libsndfile does not read, named from its first bytes ("" otherwise).
+std::string unsupported_container(const std::string & b) {
+    if (b.size() >= 12 && b.compare(4, 4, "ftyp") == 0) {
+        return "MP4/M4A (AAC) audio is not supported, convert it to wav, flac, ogg or mp3; ";
+    }
+    if (b.size() >= 4 && b.compare(0, 4, "\x1A\x45\xDF\xA3") == 0) {
+        return "WebM/Matroska audio is not supported, convert it to wav, flac, ogg or mp3; ";
+    }
+    return "";
+}
+
 // OpenAI's streaming transcription: a text/event-stream of transcript.text.delta events as tokens are
 // decoded, then one transcript.text.done with the text, and the stream ends. The run happens while
-// the response is written (httplib calls the provider after the handler returns), so the lease and the
-// audio move into it. The run goes on a thread of its own (with a shared session its tokens come from
+// the response is written (the HTTP layer calls the stream after the handler returns), so the lease and
+// the audio move into it. The run goes on a thread of its own (with a shared session its tokens come from
 // the batch's thread) and this one writes what it has made, so a slow client never holds up the
 // decoding; a client that goes away stops the run.
-void stream_transcription(ServerState & st, httplib::Response & res, SessionPool::Lease lease,
+void stream_transcription(ServerState & st, HttpResponse & res, SessionPool::Lease lease,
                           const transcribe_audio & audio, const RunRequest & request) {
     struct Job {
         Job(SessionPool::Lease l, const transcribe_audio & a, RunRequest r)
@@ -205,7 +90,8 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
     };
     auto job = std::make_shared<Job>(std::move(lease), audio, request);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [job, &st](size_t, httplib::DataSink & sink) {
+    res.content_type = "text/event-stream";
+    res.stream = [job, &st](ChunkSink & sink) {
         struct Events {
             std::mutex              mutex;
             std::condition_variable cv;
@@ -214,7 +100,7 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
             bool                    finished = false;
             std::atomic<bool>       gone {false};
         } ev;
-        t_request.audio_s = double(job->audio.n_samples) / st.info.sample_rate;
+        note_audio_seconds(double(job->audio.n_samples) / st.info.sample_rate);
         transcribe_run_params rp = run_params(st, job->request);
         rp.token_user_data = &ev;
         rp.token_callback  = [](int32_t, const char * bytes, size_t n, void * user) {
@@ -244,7 +130,7 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
                 out.swap(ev.pending);
                 finished = ev.finished;
             }
-            if (!ev.gone && ((!out.empty() && !sink.write(out.data(), out.size())) || !sink.is_writable())) {
+            if (!ev.gone && ((!out.empty() && !sink.write(out)) || !sink.open())) {
                 ev.gone = true;
             }
         }
@@ -265,20 +151,26 @@ void stream_transcription(ServerState & st, httplib::Response & res, SessionPool
                                       {"type", "server_error"}}}});
         }
         transcribe_result_free(result);
-        sink.write(e.data(), e.size());
-        sink.done();
-        return true;
-    });
+        sink.write(e);
+    };
 }
+
+} // namespace
 
 // /v1/audio/transcriptions, or with TRANSLATE /v1/audio/translations (into English, OpenAI's route, or the
 // language a `target_language` field names).
-void handle_transcription(ServerState & st, const httplib::Request & req, httplib::Response & res, bool translate) {
-    if (!req.is_multipart_form_data()) {
-        send_error(res, 415, "Content-Type must be multipart/form-data (got '" + req.get_header_value("Content-Type") + "')");
+void handle_transcription(ServerState & st, const HttpRequest & http, HttpResponse & res, bool translate) {
+    const std::string boundary = form_boundary(http.header("content-type"));
+    if (boundary.empty()) {
+        send_error(res, 415, "Content-Type must be multipart/form-data with a boundary (got '" + http.header("content-type") + "')");
         return;
     }
-    if (!req.has_file("file")) {
+    Form req;
+    if (!parse_form(http.body, boundary, &req)) {
+        send_error(res, 400, "malformed multipart/form-data body");
+        return;
+    }
+    if (req.find("file") == req.end()) {
         send_error(res, 400, "missing form field 'file'", "file");
         return;
     }
@@ -380,8 +272,8 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
         send_error(res, 503, "server busy: too many requests are waiting, retry later");
         return;
     }
-    ConnectionWatch watch(req.remote_addr, req.remote_port, req.local_port);
-    const std::string & bytes = req.get_file_value("file").content;
+    ConnectionWatch watch(http.fd);
+    const std::string & bytes = req.find("file")->second.content;
     transcribe_audio audio {};
     transcribe_audio_limits limits {st.max_audio_s, [](void * w) { return static_cast<ConnectionWatch *>(w)->closed(); },
                                     &watch};
@@ -405,7 +297,7 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     const transcribe_status status =
         lease.run(audio.samples, audio.n_samples, run_params(st, request), [&watch] { return watch.closed(); }, &result);
     const double duration = double(audio.n_samples) / st.info.sample_rate;
-    t_request.audio_s = duration;
+    note_audio_seconds(duration);
     transcribe_audio_free(&audio);
     if (status == TRANSCRIBE_ERR_ABORTED) {
         ++st.aborted;
@@ -439,59 +331,5 @@ void handle_transcription(ServerState & st, const httplib::Request & req, httpli
     }
 }
 
-} // namespace
-
-void install_routes(httplib::Server & server, ServerState & state) {
-    server.set_pre_routing_handler(
-        [&state](const httplib::Request & req, httplib::Response & res) { return before_routing(state, req, res); });
-    server.set_logger(access_log);
-    // Expect: 100-continue with a body over the limit: 413 instead of inviting the body.
-    server.set_expect_100_continue_handler([&state](const httplib::Request & req, httplib::Response & res) {
-        const std::string length = req.get_header_value("Content-Length");
-        if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) > state.max_upload_bytes) {
-            send_error(res, 413, "upload larger than " + std::to_string(state.max_upload_bytes >> 20) + " MiB");
-            return 413;
-        }
-        return 100;
-    });
-    server.set_payload_max_length(state.max_upload_bytes);
-    const size_t limit_mib = state.max_upload_bytes >> 20;
-    server.set_error_handler([limit_mib](const httplib::Request &, httplib::Response & res) {
-        if (!res.body.empty()) {
-            return;
-        }
-        if (res.status == 413) {
-            send_error(res, 413, "upload larger than " + std::to_string(limit_mib) + " MiB");
-        } else if (res.status == 404) {
-            send_error(res, 404, "no such endpoint");
-        } else {
-            send_error(res, res.status, "request failed with HTTP status " + std::to_string(res.status));
-        }
-    });
-    server.set_exception_handler([](const httplib::Request &, httplib::Response & res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-            std::rethrow_exception(ep);
-        } catch (const std::exception & e) {
-            what += std::string(": ") + e.what();
-        } catch (...) {
-        }
-        send_error(res, 500, what);
-    });
-    server.Get("/health", [](const httplib::Request &, httplib::Response & res) {
-        res.set_content(R"({"status":"ok"})", "application/json");
-    });
-    server.Get("/v1/models", [&state](const httplib::Request &, httplib::Response & res) {
-        json j = {{"object", "list"},
-                  {"data", json::array({{{"id", state.info.name}, {"object", "model"}, {"owned_by", "transcribe"},
-                                         {"architecture", state.info.architecture}}})}};
-        res.set_content(j.dump(), "application/json");
-    });
-    server.Post("/v1/audio/transcriptions",
-             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res, false); });
-    server.Post("/v1/audio/translations",
-             [&state](const httplib::Request & req, httplib::Response & res) { handle_transcription(state, req, res, true); });
-
-}
 
 } // namespace transcribe_server
