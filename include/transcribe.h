@@ -478,7 +478,9 @@ TRANSCRIBE_API transcribe_status transcribe_stream_create(transcribe_vad_model *
 TRANSCRIBE_API void transcribe_stream_free(transcribe_stream * stream);
 /* Mono samples at the stream's rate, any number at a time. */
 TRANSCRIBE_API transcribe_status transcribe_stream_push(transcribe_stream * stream, const float * pcm, size_t n_samples);
-/* The audio since the last turn (or the open turn) becomes a turn now: INVALID_ARG under 100 ms. */
+/* The audio since the last turn (or the open turn) becomes a turn now: INVALID_ARG under 100 ms. With
+ * turn detection, the silence between turns is kept only as far as a turn's prefix padding (plus a
+ * second): a commit then takes at most that much of it. */
 TRANSCRIBE_API transcribe_status transcribe_stream_commit(transcribe_stream * stream);
 /* Forgets the audio since the last turn, an open turn with it. */
 TRANSCRIBE_API transcribe_status transcribe_stream_clear(transcribe_stream * stream);

@@ -270,6 +270,41 @@ TEST(LiveStream, CommitAndClear) {
     EXPECT_EQ(asked[1], std::make_pair(pcm[8000], size_t(8000)));
 }
 
+TEST(LiveStream, ACommitTakesAllSinceTheLastOneOrTheKeptSilence) {
+    // Without turn detection: five seconds pushed in pieces, all of them committed.
+    LiveStreamOptions manual;
+    manual.detect_turns = false;
+    LiveStream s(manual, nullptr);
+    const std::vector<float> pcm = ramp(5 * 16000);
+    for (size_t at = 0; at < pcm.size(); at += 1000) {
+        s.push(pcm.data() + at, 1000);
+    }
+    s.commit();
+    std::vector<std::pair<float, size_t>> asked;
+    auto record = [&](const float * x, size_t n) {
+        asked.emplace_back(x[0], n);
+        return std::string();
+    };
+    s.decode(record);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0], std::make_pair(pcm[0], pcm.size()));
+
+    // With it, between turns: the last second and the prefix padding (300 ms) at most, 1.3 s; the
+    // buffer is cut once half of it is older than that.
+    size_t heard = 0;
+    LiveStream vad(LiveStreamOptions {}, std::make_unique<ScriptedDetector>(std::vector<float> {}, &heard));
+    for (size_t at = 0; at < pcm.size(); at += 1000) {
+        vad.push(pcm.data() + at, 1000);
+    }
+    vad.commit();
+    asked.clear();
+    vad.decode(record);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_GE(asked[0].second, size_t(20800)); // 1.3 s
+    EXPECT_LE(asked[0].second, size_t(2 * 20800 + 1000));
+    EXPECT_EQ(asked[0].first, pcm[pcm.size() - asked[0].second]); // the latest audio
+}
+
 TEST(LiveStream, AnotherRateIsHeardAt16kHzAndCutAtItsOwn) {
     LiveStreamOptions o;
     o.sample_rate         = 24000;

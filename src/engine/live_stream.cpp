@@ -99,7 +99,8 @@ void LiveStream::end_turn(int64_t end) {
 }
 
 void LiveStream::commit() {
-    const int64_t start = open_ ? open_start_ : floor_;
+    // Between turns the detector's stream keeps only what a turn could reach back to (trim()).
+    const int64_t start = open_ ? open_start_ : std::max(floor_, buffer_origin_);
     if ((pushed_ - start) * 10 < options_.sample_rate) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "buffer too small: %lld ms of audio since the last turn, at least 100 ms needed",
              (long long) to_ms(pushed_ - start));
@@ -124,11 +125,12 @@ void LiveStream::clear() {
     trim();
 }
 
-// Keeps the open turn's audio, or, between turns, what a turn starting now could reach back to (its
-// prefix padding, the VAD's chunk still waiting and the resampler's delay, within a second).
+// Keeps the open turn's audio; without turn detection everything since the last commit; between
+// detected turns what a turn starting now could reach back to (its prefix padding, the VAD's chunk
+// still waiting and the resampler's delay, within a second).
 void LiveStream::trim() {
     const int64_t reach = int64_t(options_.turns.prefix_padding_ms) * options_.sample_rate / 1000 + options_.sample_rate;
-    const int64_t keep  = open_ ? open_start_ : std::max(floor_, pushed_ - reach);
+    const int64_t keep  = open_ ? open_start_ : turns_ ? std::max(floor_, pushed_ - reach) : floor_;
     const int64_t dead  = keep - buffer_origin_;
     if (dead > 0 && size_t(dead) * 2 >= buffer_.size()) {
         buffer_.erase(buffer_.begin(), buffer_.begin() + long(dead));

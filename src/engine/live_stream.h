@@ -57,7 +57,8 @@ public:
     // More samples: turn edges found in them become events.
     void push(const float * pcm, size_t n);
     // What has been pushed since the last turn, commit or clear becomes a turn of its own (an open turn
-    // is ended here). INVALID_ARG for less than 100 ms of audio, as OpenAI's commit.
+    // is ended here; between detected turns, only the last second and prefix padding are kept).
+    // INVALID_ARG for less than 100 ms of audio, as OpenAI's commit.
     void commit();
     // Forgets the audio since the last turn, commit or clear, and an open turn with it.
     void clear();

@@ -372,7 +372,7 @@ void serve_stream(net::io_context & ioc, Stream & stream, const HttpLimits & lim
     c.serve(over_capacity, [&](http::request<http::string_body> && head, const HttpRequest & req, beast::flat_buffer & buffer) {
         (void) buffer; // a client waits for the 101 before its first frame
         websocket::stream<Stream &> ws(stream);
-        ws.read_message_max(limits.max_ws_message + 1);
+        ws.read_message_max(0); // unlimited here: Channel::read skips what runs past max_ws_message
         ws.auto_fragment(false);
         if (c.timed(limits.header_seconds, [&](auto && done) { ws.async_accept(head, [done](beast::error_code e) mutable { done(e, 0); }); })) {
             return;

@@ -1,0 +1,211 @@
+// transcribe-server's Realtime API against OpenAI's own Node SDK (openai v7, OpenAIRealtimeWS with
+// intent 'transcription'), over wss: to a certificate made here: a recording streamed in 20 ms packets
+// at real-time pace gives speech_started/stopped per turn, deltas, and completed transcripts equal to
+// the REST route's for each turn's own samples; bad events get error events and the session goes on.
+// usage: node test_realtime.mjs SERVER MODEL.gguf VAD.gguf CLIP.wav
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import https from 'node:https';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+
+const [SERVER, MODEL, VAD, CLIP] = process.argv.slice(2);
+const KEY = 'realtime-test-key';
+
+// A self-signed certificate for 127.0.0.1 (the client trusts it as its CA).
+const dir = mkdtempSync(join(tmpdir(), 'transcribe-rt-'));
+const certPath = join(dir, 'cert.pem'), keyPath = join(dir, 'key.pem');
+execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath,
+  '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+const ca = readFileSync(certPath);
+
+// The clip's 16-bit samples (a 16 kHz mono PCM WAV).
+function wavSamples(path) {
+  const b = readFileSync(path);
+  let at = 12;
+  while (at < b.length) {
+    const id = b.toString('ascii', at, at + 4), size = b.readUInt32LE(at + 4);
+    if (id === 'fmt ') {
+      assert.equal(b.readUInt16LE(at + 8), 1); assert.equal(b.readUInt16LE(at + 10), 1);
+      assert.equal(b.readUInt32LE(at + 12), 16000); assert.equal(b.readUInt16LE(at + 22), 16);
+    }
+    if (id === 'data') return b.subarray(at + 8, at + 8 + size);
+    at += 8 + size + (size & 1);
+  }
+  throw new Error('no data chunk');
+}
+function wav(pcm) {
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVE', 8); h.write('fmt ', 12);
+  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(16000, 24);
+  h.writeUInt32LE(32000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36); h.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([h, pcm]);
+}
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(SERVER, ['-m', MODEL, '--vad', VAD, '--port', '0', '--threads', '2', '--api-key', KEY,
+      '--tls-cert', certPath, '--tls-key', keyPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on https:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve({ proc, port: Number(m[1]) });
+    });
+    proc.stderr.on('data', () => {});
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
+  });
+}
+
+// The REST route's transcript of a WAV (multipart upload over HTTPS).
+function rest(port, wavBytes) {
+  const boundary = 'rtboundary' + Math.random().toString(16).slice(2);
+  const body = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="t.wav"\r\n` +
+    'Content-Type: audio/wav\r\n\r\n'), wavBytes, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, path: '/v1/audio/transcriptions', method: 'POST', ca,
+      headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Content-Length': body.length,
+        Authorization: `Bearer ${KEY}` } }, (res) => {
+      let data = '';
+      res.on('data', (d) => (data += d));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(data).text) : reject(new Error(`${res.statusCode} ${data}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// A realtime connection through the SDK, its events collected in order.
+async function connect(port) {
+  const client = new OpenAI({ apiKey: KEY, baseURL: `https://127.0.0.1:${port}/v1` });
+  const rt = await OpenAIRealtimeWS.create(client, { intent: 'transcription', options: { ca } });
+  const events = [];
+  const waiters = [];
+  rt.socket.on('message', (data) => {
+    const e = JSON.parse(data.toString());
+    events.push(e);
+    for (const w of waiters.splice(0)) w();
+  });
+  rt.on('error', () => {}); // error events are checked in `events`
+  const next = (pred, ms = 20000) => new Promise((resolve, reject) => {
+    const check = () => {
+      const e = events.find(pred);
+      if (e) return resolve(e);
+      waiters.push(check);
+    };
+    setTimeout(() => reject(new Error('timed out waiting; events: ' + JSON.stringify(events.map((x) => x.type)))), ms);
+    check();
+  });
+  await new Promise((resolve, reject) => { rt.socket.once('open', resolve); rt.socket.once('error', reject); });
+  return { rt, events, next };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pcm = wavSamples(CLIP);
+const { proc, port } = await startServer();
+let failed = false;
+try {
+  // ---- server_vad, a recording at real-time pace
+  {
+    const { rt, events, next } = await connect(port);
+    await next((e) => e.type === 'session.created');
+    rt.send({ type: 'session.update', session: { type: 'transcription', audio: { input: {
+      format: { type: 'audio/pcm', rate: 16000 },
+      turn_detection: { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500 } } } } });
+    const updated = await next((e) => e.type === 'session.updated');
+    assert.equal(updated.session.audio.input.format.rate, 16000);
+    const audio = Buffer.concat([pcm, Buffer.alloc(32000)]); // one second of silence ends the last turn
+    const t0 = Date.now();
+    for (let at = 0, k = 0; at < audio.length; at += 640, ++k) {
+      rt.send({ type: 'input_audio_buffer.append', audio: audio.subarray(at, at + 640).toString('base64') });
+      const wait = t0 + (k + 1) * 20 - Date.now();
+      if (wait > 0) await sleep(wait);
+    }
+    const started = () => events.filter((e) => e.type === 'input_audio_buffer.speech_started');
+    await next((e) => e.type === 'conversation.item.input_audio_transcription.completed' &&
+      e.item_id === started()[started().length - 1]?.item_id && started().length >= 3);
+    const stopped = events.filter((e) => e.type === 'input_audio_buffer.speech_stopped');
+    const completed = events.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    const deltas = events.filter((e) => e.type === 'conversation.item.input_audio_transcription.delta');
+    assert.ok(started().length >= 3 && started().length <= 4, `turns: ${started().length}`);
+    assert.equal(stopped.length, started().length);
+    assert.equal(completed.length, started().length);
+    assert.ok(deltas.length >= 1, 'no delta while turns were spoken');
+    let previous = null;
+    for (const [i, s] of started().entries()) {
+      const order = events.filter((e) => e.item_id === s.item_id).map((e) => e.type);
+      assert.equal(order[0], 'input_audio_buffer.speech_started');
+      assert.equal(order[order.length - 1], 'conversation.item.input_audio_transcription.completed');
+      assert.ok(order.indexOf('input_audio_buffer.speech_stopped') < order.indexOf('input_audio_buffer.committed'));
+      const committed = events.find((e) => e.type === 'input_audio_buffer.committed' && e.item_id === s.item_id);
+      assert.equal(committed.previous_item_id, previous);
+      previous = s.item_id;
+      for (const d of deltas.filter((e) => e.item_id === s.item_id)) {
+        assert.ok(events.indexOf(d) < events.indexOf(completed[i]), 'a delta after its turn completed');
+      }
+      // The turn's transcript is the REST route's for the turn's samples.
+      const end = stopped[i].audio_end_ms;
+      const turn = pcm.subarray(s.audio_start_ms * 32, Math.min(end * 32, pcm.length));
+      const silence = Buffer.alloc(Math.max(0, end * 32 - pcm.length));
+      assert.equal(completed[i].transcript, await rest(port, wav(Buffer.concat([turn, silence]))), `turn ${i}`);
+    }
+
+    // ---- bad events: an error each, and the session goes on
+    const errorsBefore = events.filter((e) => e.type === 'error').length;
+    rt.socket.send('this is not json');
+    rt.socket.send(JSON.stringify({ type: 'input_audio_buffer.explode' }));
+    rt.socket.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: '***not base64***' }));
+    rt.socket.send('x'.repeat(2 << 20)); // over the 1 MiB message limit
+    rt.send({ type: 'session.update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcmu' } } } } });
+    rt.send({ type: 'input_audio_buffer.clear' });
+    await next((e) => e.type === 'input_audio_buffer.cleared');
+    const codes = events.filter((e) => e.type === 'error').slice(errorsBefore).map((e) => e.error.code);
+    assert.deepEqual(codes, ['invalid_json', 'unknown_event', 'invalid_base64', 'message_too_large', 'invalid_value']);
+    rt.close();
+  }
+
+  // ---- turns by commit (turn_detection null): the committed audio's transcript is REST's
+  {
+    const { rt, events, next } = await connect(port);
+    await next((e) => e.type === 'session.created');
+    rt.send({ type: 'session.update', session: { type: 'transcription', audio: { input: {
+      format: { type: 'audio/pcm', rate: 16000 }, turn_detection: null } } } });
+    await next((e) => e.type === 'session.updated');
+    rt.send({ type: 'input_audio_buffer.commit' }); // nothing yet: an error
+    await next((e) => e.type === 'error');
+    assert.equal(events.find((e) => e.type === 'error').error.code, 'input_audio_buffer_commit_empty');
+    const part = pcm.subarray(0, 3 * 32000);
+    for (let at = 0; at < part.length; at += 9600) {
+      rt.send({ type: 'input_audio_buffer.append', audio: part.subarray(at, at + 9600).toString('base64') });
+    }
+    rt.send({ type: 'input_audio_buffer.commit' });
+    const done = await next((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.equal(done.transcript, await rest(port, wav(part)));
+    assert.equal(events.filter((e) => e.type === 'input_audio_buffer.speech_started').length, 0);
+    rt.close();
+  }
+
+  // ---- the API key holds for the WebSocket too
+  {
+    const client = new OpenAI({ apiKey: 'wrong', baseURL: `https://127.0.0.1:${port}/v1` });
+    const rt = await OpenAIRealtimeWS.create(client, { intent: 'transcription', options: { ca } });
+    rt.on('error', () => {});
+    const outcome = await new Promise((resolve) => {
+      rt.socket.once('open', () => resolve('open'));
+      rt.socket.once('unexpected-response', (_req, res) => resolve(res.statusCode));
+      rt.socket.once('error', (e) => resolve(String(e.message)));
+    });
+    assert.ok(outcome === 401 || /401/.test(String(outcome)), `wrong key: ${outcome}`);
+  }
+  console.log('realtime: ok');
+} catch (e) {
+  failed = true;
+  console.error(e);
+} finally {
+  proc.removeAllListeners('exit');
+  proc.kill('SIGTERM');
+}
+process.exitCode = failed ? 1 : 0;
