@@ -634,6 +634,38 @@ class VadServerTest(unittest.TestCase):
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn("VAD model", bad.stderr.decode())
 
+    def test_chunking_strategy(self):
+        """OpenAI's chunking_strategy: "auto" is the server's VAD as it is; a server_vad object with Silero's
+        own defaults (threshold 0.5, 30 ms padding, 100 ms silence) is too; 2 s of silence to end speech
+        merges jfk.wav's regions (gaps of 0.2 to 1.1 s) into one, and so one segment; bad values are 400."""
+        server = Server("--vad", VAD_MODEL, "--max-new-tokens", "64")
+        try:
+            def segments(**fields):
+                code, _, body = transcribe(server.base, JFK, response_format="verbose_json", **fields)
+                self.assertEqual(code, 200, body)
+                return [(s["start"], s["end"], s["text"]) for s in json.loads(body)["segments"]]
+            plain = segments()
+            self.assertGreater(len(plain), 1)
+            self.assertEqual(segments(chunking_strategy="auto"), plain)
+            defaults = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 30, "silence_duration_ms": 100}
+            self.assertEqual(segments(chunking_strategy=json.dumps(defaults)), plain)
+            merged = segments(chunking_strategy=json.dumps({"type": "server_vad", "silence_duration_ms": 2000}))
+            self.assertLess(len({(s, e) for s, e, _ in merged}), len({(s, e) for s, e, _ in plain}))
+            for bad in ("manual", "{\"type\": \"semantic_vad\"}", json.dumps({"type": "server_vad", "threshold": 2})):
+                code, _, body = transcribe(server.base, JFK, chunking_strategy=bad)
+                self.assertEqual(code, 400, body)
+                self.assertEqual(json.loads(body)["error"]["param"], "chunking_strategy")
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = Server()
+        try:
+            code, _, body = transcribe(server.base, JFK, chunking_strategy=json.dumps({"type": "server_vad"}))
+            self.assertEqual(code, 400, body)
+            self.assertIn("--vad", json.loads(body)["error"]["message"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 
 class ServerTest(unittest.TestCase):
     @classmethod

@@ -46,6 +46,11 @@ struct RunRequest {
     transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
     std::string hotwords;              // one phrase a line
     float       hotword_weight = 1.0f;
+    // OpenAI's chunking_strategy: NO_VAD cuts long audio at pauses by energy, not with the server's VAD;
+    // SPEECH (where SPEECH_SET) replaces the server's --vad-* parameters.
+    bool                  no_vad = false;
+    bool                  speech_set = false;
+    transcribe_vad_params speech = transcribe_vad_params_init();
 };
 
 

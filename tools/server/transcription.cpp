@@ -31,8 +31,8 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.decoder_type   = r.decoder_type;
     rp.hotwords       = r.hotwords.empty() ? nullptr : r.hotwords.c_str();
     rp.hotword_weight = r.hotword_weight;
-    rp.vad            = st.vad;
-    rp.vad_params     = st.vad_params;
+    rp.vad            = r.no_vad ? nullptr : st.vad;
+    rp.vad_params     = r.speech_set ? r.speech : st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
     if (r.diarize) {
         rp.diarizer       = st.diarizer;
@@ -255,6 +255,47 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
     if (!request.hotwords.empty() && !st.info.hotwords) {
         send_error(res, 400, "hotwords: this model does not take them (Parakeet models do)", "hotwords");
         return;
+    }
+    // OpenAI's chunking_strategy: "auto" (the server's VAD where it has one) or {"type": "server_vad",
+    // "threshold", "prefix_padding_ms", "silence_duration_ms"}: the speech regions' threshold, the padding
+    // each gets and the silence that ends one (Silero's min_silence_duration_ms).
+    const std::string chunking = form_field(req, "chunking_strategy", "");
+    if (!chunking.empty() && chunking != "auto") {
+        const json c = json::parse(chunking, nullptr, false);
+        if (c.is_discarded() || !c.is_object() || c.value("type", "") != "server_vad") {
+            send_error(res, 400, "chunking_strategy must be \"auto\" or a server_vad object (got '" + chunking + "')",
+                       "chunking_strategy");
+            return;
+        }
+        if (!st.vad) {
+            send_error(res, 400, "chunking_strategy server_vad needs the server started with --vad SILERO.gguf",
+                       "chunking_strategy");
+            return;
+        }
+        request.speech_set = true;
+        request.speech     = st.vad_params;
+        const auto number = [&](const char * key, double lo, double hi, double * out) {
+            if (!c.contains(key)) {
+                return true;
+            }
+            if (!c[key].is_number() || !(c[key].get<double>() >= lo && c[key].get<double>() <= hi)) {
+                send_error(res, 400, std::string("chunking_strategy.") + key + " must be a number from " +
+                                         std::to_string(int(lo)) + " to " + std::to_string(int(hi)),
+                           "chunking_strategy");
+                return false;
+            }
+            *out = c[key].get<double>();
+            return true;
+        };
+        double threshold = request.speech.threshold, pad = request.speech.speech_pad_ms,
+               silence = request.speech.min_silence_ms;
+        if (!number("threshold", 0, 1, &threshold) || !number("prefix_padding_ms", 0, 10000, &pad) ||
+            !number("silence_duration_ms", 0, 10000, &silence)) {
+            return;
+        }
+        request.speech.threshold      = float(threshold);
+        request.speech.speech_pad_ms  = int(pad);
+        request.speech.min_silence_ms = int(silence);
     }
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
     const std::string draft = form_field(req, "draft", "true");
