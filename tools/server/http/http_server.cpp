@@ -46,7 +46,7 @@ std::string lower(std::string s) {
 // io_context, each operation under a deadline that cancels it (so a 408 can still be written).
 template <typename Stream> class Connection {
 public:
-    static constexpr size_t kMaxFields = 100;
+    static constexpr size_t kMaxFields = 100, kMaxLine = 8 << 10;
 
     Connection(net::io_context & ioc, Stream & stream, const HttpLimits & limits, const HttpHandlers & h, int fd,
                std::string remote)
@@ -134,14 +134,17 @@ public:
             const auto & head = parser.get();
             // Beast checks its header limit only while the header is incomplete in its buffer: a header
             // that arrives whole in one read is measured here.
-            size_t header_bytes = head.target().size() + head.method_string().size() + 12, n_fields = 0;
+            size_t header_bytes = head.target().size() + head.method_string().size() + 12, n_fields = 0, longest = 0;
             for (const auto & f : head) {
-                header_bytes += f.name_string().size() + f.value().size() + 4;
+                const size_t line = f.name_string().size() + f.value().size() + 4;
+                header_bytes += line;
+                longest = std::max(longest, line);
                 ++n_fields;
             }
-            if (header_bytes > limits_.max_header_bytes || n_fields > kMaxFields) {
-                answer_error(431, "request headers larger than " + std::to_string(limits_.max_header_bytes >> 10) +
-                                      " KiB or more than " + std::to_string(kMaxFields) + " fields", req, start);
+            if (header_bytes > limits_.max_header_bytes || n_fields > kMaxFields || longest > kMaxLine) {
+                answer_error(431, "request headers over " + std::to_string(limits_.max_header_bytes >> 10) + " KiB, a line over " +
+                                      std::to_string(kMaxLine >> 10) + " KiB or more than " + std::to_string(kMaxFields) + " fields",
+                             req, start);
                 return;
             }
             req.method = std::string(head.method_string());

@@ -16,7 +16,7 @@
 namespace transcribe_server {
 
 struct HttpLimits {
-    size_t max_header_bytes = 8 << 10;  // 431 above (all header lines together)
+    size_t max_header_bytes = 64 << 10; // 431 above (all header lines together; 8 KiB and 100 fields at most)
     size_t max_body_bytes   = 64 << 20; // 413 above, whatever the framing (Content-Length, chunked)
     double header_seconds   = 10;       // the TLS handshake and the request line and headers; 408 after
     double body_min_rate    = 16 << 10; // bytes/s averaged over the body once it has had header_seconds; 408 below
