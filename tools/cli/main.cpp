@@ -4,6 +4,7 @@
 #include "../common/tool_errors.h"
 
 #include "../common/formats.h"
+#include "../common/model_options.h"
 #include "../common/align_option.h"
 #include "../common/draft_option.h"
 #include "../common/diarize_option.h"
@@ -41,13 +42,14 @@ int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Canary AED, Parakeet)"};
-    std::string model_path, format_name = "txt", output_path, backend_name = "auto", kv_name = "f16", tokenize_text,
+    std::string format_name = "txt", output_path, tokenize_text,
                 timestamps_name;
     std::vector<std::string> audio_paths;
-    int  threads = 0, max_new_tokens = 256, chunk_ms = 0, batch = 0;
+    int  max_new_tokens = 256, chunk_ms = 0, batch = 0;
     double max_audio_s = 3 * 3600;
-    bool progress = false, show_version = false, as_json = false, no_repack = false, stream = false;
-    app.add_option("-m,--model", model_path, "model file (GGUF)");
+    bool progress = false, show_version = false, as_json = false, stream = false;
+    ModelOptions model_options;
+    model_options.add_to(app);
     app.add_option("audio", audio_paths, "audio files (wav, flac, ogg, mp3, ...)");
     app.add_option("--format", format_name, "output format: txt, json, srt, vtt")->check(CLI::IsMember({"txt", "json", "srt", "vtt"}));
     app.add_flag("--json", as_json, "same as --format json (text, segments, token ids, timings)");
@@ -57,8 +59,6 @@ int main(int argc, char ** argv) {
         ->check(CLI::IsMember({"word", "segment"}));
     app.add_flag("--stream", stream, "print the text to stdout as it is decoded (txt format)");
     app.add_option("-o,--output", output_path, "write the output to FILE instead of stdout");
-    app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
-    app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
     app.add_flag("--progress", progress, "show a progress bar on stderr");
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio (LLM decoders)")->check(CLI::PositiveNumber);
     app.add_option("--chunk-ms", chunk_ms, "cut longer audio into pieces of at most this many ms (default: the model's window)")
@@ -68,8 +68,6 @@ int main(int argc, char ** argv) {
     app.add_option("--batch", batch,
                    "recordings (files, pieces of long audio) decoded together (default: as free memory allows, at most 8)")
         ->check(CLI::Range(1, 64));
-    app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
-    app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
     app.add_flag("--version", show_version, "print the version and exit");
     VadOptions vad;
@@ -92,7 +90,8 @@ int main(int argc, char ** argv) {
         return 0;
     }
     transcribe_log_set(quiet_log, nullptr); // errors are reported once, below, from transcribe_last_error()
-    if (model_path.empty()) {
+    const int threads = model_options.threads;
+    if (model_options.path.empty()) {
         return die("no model given (-m MODEL.gguf)");
     }
     const bool tokenize_only = app.count("--tokenize") > 0;
@@ -105,14 +104,13 @@ int main(int argc, char ** argv) {
         return die("--stream prints plain text to stdout: it takes neither --format " + format_name + " nor -o");
     }
 
-    transcribe_load_params lp = transcribe_load_params_init();
-    lp.cpu_repack = !no_repack;
-    transcribe_status st = transcribe_backend_from_name(backend_name.c_str(), &lp.backend);
-    if (st != TRANSCRIBE_OK) {
-        return die(st);
+    transcribe_load_params lp;
+    if (!model_options.load_params(&lp)) {
+        return die(TRANSCRIBE_ERR_INVALID_ARG);
     }
     transcribe_model * model = nullptr;
-    if ((st = transcribe_model_load(model_path.c_str(), &lp, &model)) != TRANSCRIBE_OK) {
+    transcribe_status  st    = TRANSCRIBE_OK;
+    if ((st = model_options.load(&model)) != TRANSCRIBE_OK) {
         return die(st);
     }
     if (tokenize_only) {
@@ -166,9 +164,7 @@ int main(int argc, char ** argv) {
         return code;
     }
 
-    transcribe_session_params sp = transcribe_session_params_init();
-    sp.n_threads = threads;
-    sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
+    transcribe_session_params sp = model_options.session_params();
     sp.n_batch   = stream ? 1 : batch; // streamed tokens come in order, one recording at a time
     if (progress) {
         sp.progress_callback = progress_bar;

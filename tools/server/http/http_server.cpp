@@ -17,7 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <set>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -397,7 +397,8 @@ struct HttpServer::Impl {
     std::mutex                         mutex;
     std::condition_variable            ended;
     int                                live = 0;
-    std::set<int>                      fds; // the live connections' sockets, shut down when stopping
+    uint64_t                           next_id = 0;
+    std::map<uint64_t, int>            fds; // the live connections' sockets, shut down when stopping
 
     void accept_next() {
         acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
@@ -413,13 +414,18 @@ struct HttpServer::Impl {
             const auto protocol = acceptor.local_endpoint(ignored).protocol();
             const int fd = socket.release(ignored);
             bool over;
+            uint64_t id;
             {
                 std::lock_guard<std::mutex> lock(mutex);
                 over = live >= limits.max_connections;
                 ++live;
-                fds.insert(fd);
+                id = ++next_id;
+                fds[id] = fd;
             }
-            std::thread([this, fd, protocol, remote, over] { connection(fd, protocol, remote, over); }).detach();
+            std::thread([this, id, fd, protocol, remote, over] {
+                connection(fd, protocol, remote, over);
+                finish(id);
+            }).detach();
             accept_next();
         });
     }
@@ -435,10 +441,9 @@ struct HttpServer::Impl {
                 if (!c.timed(limits.header_seconds,
                              [&](auto && done) { tls.async_handshake(net::ssl::stream_base::server, [done](beast::error_code e) mutable { done(e, 0); }); })) {
                     serve_stream(ioc1, tls, limits, handlers, fd, remote, over);
-                    beast::error_code ignored;
-                    tls.shutdown(ignored);
+                    // close_notify, waiting a moment for the peer's (a client that never answers is not waited for)
+                    c.timed(2, [&](auto && done) { tls.async_shutdown([done](beast::error_code e) mutable { done(e, 0); }); });
                 }
-                finish(fd);
                 return;
             }
             serve_stream(ioc1, tcp_stream, limits, handlers, fd, remote, over);
@@ -447,15 +452,13 @@ struct HttpServer::Impl {
         } catch (const std::exception &) {
             // a connection's failure ends that connection only
         }
-        finish(fd);
     }
 
-    void finish(int fd) {
+    void finish(uint64_t id) {
         std::lock_guard<std::mutex> lock(mutex);
-        if (fds.erase(fd)) {
-            --live;
-            ended.notify_all();
-        }
+        fds.erase(id);
+        --live;
+        ended.notify_all();
     }
 };
 
@@ -506,7 +509,7 @@ void HttpServer::run(double grace_s) {
     // Requests in flight get GRACE_S to finish; then every connection is shut down (a run notices its
     // client gone and stops) and ends.
     if (!impl_->ended.wait_for(lock, std::chrono::duration<double>(grace_s), [&] { return impl_->live == 0; })) {
-        for (int fd : impl_->fds) {
+        for (const auto & [id, fd] : impl_->fds) {
             ::shutdown(fd, SHUT_RDWR);
         }
         impl_->ended.wait(lock, [&] { return impl_->live == 0; });
