@@ -4,6 +4,7 @@
 
 #include "../common/diarize_option.h"
 #include "../common/draft_option.h"
+#include "../common/model_options.h"
 #include "../common/task_options.h"
 #include "../common/tool_errors.h"
 #include "../common/vad_options.h"
@@ -58,12 +59,13 @@ void quiet(transcribe_log_level level, const char * msg, void *) {
 
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
-    std::string model_path, audio_path, backend_name = "auto", kv_name = "f16", draft_ids_path;
-    int threads = 0, warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
-    bool as_json = false, use_mmap = false, no_repack = false;
-    app.add_option("-m,--model", model_path, "model file (GGUF)")->required();
+    transcribe_tools::ModelOptions model_options;
+    model_options.add_to(app);
+    app.get_option("--model")->required();
+    std::string audio_path, draft_ids_path;
+    int warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
+    bool as_json = false, use_mmap = false;
     app.add_option("-f,--file", audio_path, "audio file")->required();
-    app.add_option("--threads", threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
     app.add_option("--runs", runs, "timed runs")->check(CLI::PositiveNumber);
     app.add_option("--fixed-new-tokens", fixed_new_tokens, "decode exactly N tokens, ignoring end of generation")
@@ -71,11 +73,8 @@ int main(int argc, char ** argv) {
     app.add_option("--max-new-tokens", max_new_tokens, "token budget when not fixed")->check(CLI::PositiveNumber);
     app.add_option("--batch", batch, "decode N copies of the audio together (aggregate_decode_tokens_per_s: all of them)")
         ->check(CLI::Range(1, 64));
-    app.add_option("--backend", backend_name, "backend: auto, cpu, cuda, vulkan, metal");
-    app.add_option("--kv-type", kv_name, "KV cache type: f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
     app.add_flag("--json", as_json, "print one JSON object with the medians");
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
-    app.add_flag("--no-repack", no_repack, "CPU: keep every weight in its file layout (no interleaved Q4_K/Q4_0 copies)");
     transcribe_tools::DraftOption draft_option;
     draft_option.add_to(app);
     transcribe_tools::TaskOptions task;
@@ -90,15 +89,14 @@ int main(int argc, char ** argv) {
     CLI11_PARSE(app, argc, argv);
     transcribe_log_set(quiet, nullptr);
 
-    transcribe_load_params lp = transcribe_load_params_init();
-    lp.use_mmap = use_mmap;
-    lp.cpu_repack = !no_repack;
-    if (transcribe_backend_from_name(backend_name.c_str(), &lp.backend) != TRANSCRIBE_OK) {
+    transcribe_load_params lp;
+    if (!model_options.load_params(&lp)) {
         return die("--backend");
     }
+    lp.use_mmap = use_mmap;
     transcribe_model * model = nullptr;
-    if (transcribe_model_load(model_path.c_str(), &lp, &model) != TRANSCRIBE_OK) {
-        return die("loading " + model_path);
+    if (transcribe_model_load(model_options.path.c_str(), &lp, &model) != TRANSCRIBE_OK) {
+        return die("loading " + model_options.path);
     }
     transcribe_model_info info;
     transcribe_model_get_info(model, &info);
@@ -106,10 +104,8 @@ int main(int argc, char ** argv) {
     if (transcribe_audio_load(audio_path.c_str(), info.sample_rate, &audio) != TRANSCRIBE_OK) {
         return die("reading " + audio_path);
     }
-    transcribe_session_params sp = transcribe_session_params_init();
-    sp.n_threads = threads;
-    sp.kv_type   = kv_name == "f32" ? TRANSCRIBE_KV_F32 : TRANSCRIBE_KV_F16;
-    sp.n_batch   = batch;
+    transcribe_session_params sp = model_options.session_params();
+    sp.n_batch                   = batch;
     transcribe_session * session = nullptr;
     if (transcribe_session_create(model, &sp, &session) != TRANSCRIBE_OK) {
         return die("creating a session");
@@ -161,7 +157,7 @@ int main(int argc, char ** argv) {
     task.apply(rp);
     transcribe_diarizer * diarizer = nullptr;
     std::string diarize_error;
-    if (!diarize_option.load(threads, rp, &diarizer, &diarize_error)) {
+    if (!diarize_option.load(model_options.threads, rp, &diarizer, &diarize_error)) {
         return transcribe_tools::tool_error("transcribe-bench", diarize_error);
     }
 
@@ -221,7 +217,7 @@ int main(int argc, char ** argv) {
     const double rss  = peak_rss_mb();
     if (as_json) {
         nlohmann::ordered_json j = {{"model", info.name}, {"architecture", info.architecture}, {"backend", info.backend},
-                                    {"threads", threads}, {"batch", batch}, {"audio_s", audio_s}, {"runs", runs}};
+                                    {"threads", model_options.threads}, {"batch", batch}, {"audio_s", audio_s}, {"runs", runs}};
         if (llm) {
             j["prefill_tokens"] = n_prefill;
         }
