@@ -442,7 +442,9 @@ TRANSCRIBE_API void            transcribe_result_free(transcribe_result * result
  * transcribe_run would transcribe them; the turn still being spoken re-transcribed now and then, its
  * words sent as append-only deltas once two consecutive hearings agree on them. The stream holds no
  * session: transcribe_stream_decode borrows one (or a batcher) only for the work that is due, so many
- * streams can share a model. One thread at a time per stream. */
+ * streams can share a model. transcribe_stream_decode may run on a thread of its own while another
+ * pushes, commits, clears and takes the events (it transcribes without holding the stream, so turn edges
+ * keep being found meanwhile); otherwise one thread at a time per stream, one decode at a time. */
 typedef struct transcribe_stream transcribe_stream;
 
 typedef struct transcribe_stream_params {

@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <future>
 #include <map>
+#include <thread>
 
 using namespace transcribe;
 
@@ -228,6 +230,55 @@ TEST(LiveStream, DeltasAreTheWordsTwoHearingsAgreeOn) {
     // out. 4 agrees with 3 on "Hello" alone, 5 with 4 likewise: nothing more (and nothing taken back).
     EXPECT_EQ(next, hearings.size());
     EXPECT_EQ(deltas, (std::vector<std::string> {"Hello", " world"}));
+}
+
+TEST(LiveStream, PushesGoOnWhileATurnIsHeardOnAnotherThread) {
+    LiveStreamOptions o;
+    o.turns               = params(0.5f, 0, 96);
+    o.partial_interval_ms = 64;
+    size_t heard = 0;
+    // Speech in chunks 0..9, silence from 10: the turn is [0, 13*512).
+    std::vector<float> probs(20, 0.0f);
+    std::fill(probs.begin(), probs.begin() + 10, 0.9f);
+    LiveStream s(o, std::make_unique<ScriptedDetector>(probs, &heard));
+    const std::vector<float> chunk = ramp(kChunk);
+    for (int i = 0; i < 4; ++i) {
+        s.push(chunk.data(), chunk.size());
+    }
+    ASSERT_TRUE(s.decode_due()); // a partial of the open turn
+    std::promise<void> entered, release;
+    std::thread decoder([&] {
+        s.decode([&](const float *, size_t n) {
+            EXPECT_EQ(n, 4 * kChunk);
+            entered.set_value();
+            release.get_future().wait();
+            return std::string("early words");
+        });
+    });
+    entered.get_future().wait();
+    for (int i = 4; i < 16; ++i) { // the turn ends while its partial is being heard
+        s.push(chunk.data(), chunk.size());
+    }
+    std::vector<LiveEventKind> kinds;
+    for (const LiveEvent & e : drain(s)) {
+        kinds.push_back(e.kind);
+    }
+    EXPECT_EQ(kinds, (std::vector<LiveEventKind> {LiveEventKind::SpeechStarted, LiveEventKind::SpeechStopped,
+                                                  LiveEventKind::Committed}));
+    release.set_value();
+    decoder.join();
+    EXPECT_TRUE(drain(s).empty()); // the partial of a turn that has ended says nothing
+    ASSERT_TRUE(s.decode_due());
+    size_t asked = 0;
+    s.decode([&](const float *, size_t n) {
+        asked = n;
+        return std::string("all the words");
+    });
+    EXPECT_EQ(asked, 13 * kChunk);
+    const std::vector<LiveEvent> done = drain(s);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].kind, LiveEventKind::Completed);
+    EXPECT_EQ(done[0].text, "all the words");
 }
 
 TEST(LiveStream, CommitAndClear) {

@@ -52,6 +52,7 @@ void LiveStream::push(const float * pcm, size_t n) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: null samples");
     }
     audio_check_finite(pcm, n, "live stream");
+    std::lock_guard<std::mutex> lock(mutex_);
     buffer_.insert(buffer_.end(), pcm, pcm + n);
     pushed_ += int64_t(n);
     if (turns_) {
@@ -99,6 +100,7 @@ void LiveStream::end_turn(int64_t end) {
 }
 
 void LiveStream::commit() {
+    std::lock_guard<std::mutex> lock(mutex_);
     // Between turns the detector's stream keeps only what a turn could reach back to (trim()).
     const int64_t start = open_ ? open_start_ : std::max(floor_, buffer_origin_);
     if ((pushed_ - start) * 10 < options_.sample_rate) {
@@ -117,6 +119,7 @@ void LiveStream::commit() {
 }
 
 void LiveStream::clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
     open_  = false;
     floor_ = pushed_;
     if (turns_) {
@@ -138,29 +141,55 @@ void LiveStream::trim() {
     }
 }
 
+int64_t LiveStream::pushed_ms() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return to_ms(pushed_);
+}
+
 bool LiveStream::decode_due() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return due_locked();
+}
+
+bool LiveStream::due_locked() const {
     return !ended_.empty() ||
            (open_ && options_.partial_interval_ms > 0 && (pushed_ - open_start_) - partial_at_ >= partial_gap_);
 }
 
 void LiveStream::decode(const TurnTranscriber & transcribe) {
+    std::unique_lock<std::mutex> lock(mutex_);
     while (!ended_.empty()) {
-        EndedTurn & t = ended_.front();
-        std::string text = transcribe(t.pcm.data(), t.pcm.size());
-        events_.push_back({LiveEventKind::Completed, t.item, t.start_ms, t.end_ms, std::move(text)});
+        EndedTurn t = std::move(ended_.front());
         ended_.pop_front();
+        lock.unlock();
+        std::string text;
+        try {
+            text = transcribe(t.pcm.data(), t.pcm.size());
+        } catch (...) {
+            lock.lock();
+            ended_.push_front(std::move(t)); // still to finish
+            throw;
+        }
+        lock.lock();
+        events_.push_back({LiveEventKind::Completed, t.item, t.start_ms, t.end_ms, std::move(text)});
     }
-    if (decode_due()) {
-        partial(transcribe);
+    if (due_locked()) {
+        partial(lock, transcribe);
     }
 }
 
-void LiveStream::partial(const TurnTranscriber & transcribe) {
-    const int64_t n     = pushed_ - open_start_;
-    const auto    begin = std::chrono::steady_clock::now();
-    const std::vector<std::string> hearing =
-        words_of(transcribe(buffer_.data() + (open_start_ - buffer_origin_), size_t(n)));
+// The open turn so far, heard outside the lock (pushes go on meanwhile).
+void LiveStream::partial(std::unique_lock<std::mutex> & lock, const TurnTranscriber & transcribe) {
+    const int64_t n = pushed_ - open_start_, item = open_item_;
+    const std::vector<float> turn(buffer_.begin() + long(open_start_ - buffer_origin_), buffer_.begin() + long(pushed_ - buffer_origin_));
+    lock.unlock();
+    const auto begin = std::chrono::steady_clock::now();
+    const std::vector<std::string> hearing = words_of(transcribe(turn.data(), turn.size()));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    lock.lock();
+    if (!open_ || open_item_ != item) {
+        return; // the turn ended (or was cleared) while it was heard: its completion says it all
+    }
     // Slow transcribing backs the cadence off: at most half the audio's time goes to partials.
     partial_at_  = n;
     partial_gap_ = std::max(int64_t(options_.partial_interval_ms) * options_.sample_rate / 1000,
@@ -180,10 +209,11 @@ void LiveStream::partial(const TurnTranscriber & transcribe) {
         delta += (i > 0 ? " " : "") + hearing[i];
         sent_words_.push_back(hearing[i]);
     }
-    events_.push_back({LiveEventKind::Delta, open_item_, to_ms(open_start_), to_ms(pushed_), std::move(delta)});
+    events_.push_back({LiveEventKind::Delta, open_item_, to_ms(open_start_), to_ms(open_start_ + n), std::move(delta)});
 }
 
 bool LiveStream::next_event(LiveEvent & out) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (events_.empty()) {
         return false;
     }

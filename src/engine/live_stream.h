@@ -7,7 +7,9 @@
 // backs off when transcribing is slow, so the work stays a bounded share of real time.
 //
 // The stream decodes nothing itself: decode() takes the transcriber (a session of the caller's), so
-// many streams can share a model and a stream holds a session only while it transcribes.
+// many streams can share a model and a stream holds a session only while it transcribes. decode() may
+// run on a thread of its own while another pushes (it transcribes outside the stream's lock, so turn
+// edges keep being found while a turn is transcribed); one decode() at a time.
 #pragma once
 
 #include "engine/speech_detector.h"
@@ -17,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,7 +74,7 @@ public:
 
     bool next_event(LiveEvent & out);
 
-    int64_t pushed_ms() const { return to_ms(pushed_); }
+    int64_t pushed_ms() const;
 
 private:
     struct EndedTurn {
@@ -83,7 +86,10 @@ private:
     void    on_edge(const TurnEdge & edge);
     void    end_turn(int64_t end);
     void    trim();
-    void    partial(const TurnTranscriber & transcribe);
+    bool    due_locked() const;
+    void    partial(std::unique_lock<std::mutex> & lock, const TurnTranscriber & transcribe);
+
+    mutable std::mutex              mutex_; // the state below, between push() and a decode() elsewhere
 
     LiveStreamOptions               options_;
     std::unique_ptr<SpeechDetector> vad_;

@@ -11,9 +11,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 namespace transcribe_server {
 
@@ -64,11 +68,24 @@ struct Settings {
     std::string language;
 };
 
+// The connection's thread reads events, pushes audio and writes every event out; a decoder thread of
+// the session's transcribes what is due (with a session of the pool's), so turn edges keep being found
+// while a turn is transcribed, and wakes the reader when it has events to send.
 class RealtimeSession {
 public:
     RealtimeSession(ServerState & st, WebSocketChannel & channel, long serial)
         : st_(st), channel_(channel), id_("sess_" + std::to_string(serial)) {}
-    ~RealtimeSession() { transcribe_stream_free(stream_); }
+    ~RealtimeSession() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        if (decoder_.joinable()) {
+            decoder_.join();
+        }
+        transcribe_stream_free(stream_);
+    }
 
     void run() {
         if (!restart(Settings {}, nullptr)) {
@@ -76,6 +93,7 @@ public:
             restart(settings_, nullptr);
         }
         send({{"type", "session.created"}, {"session", session_json()}});
+        decoder_ = std::thread([this] { decode_loop(); });
         for (std::string message;;) {
             const WebSocketChannel::Read r = channel_.read(message);
             if (r == WebSocketChannel::Read::Closed) {
@@ -83,9 +101,10 @@ public:
             }
             if (r == WebSocketChannel::Read::Oversized) {
                 error("message_too_large", "event larger than the server's limit: skipped", nullptr, "");
-                continue;
+            } else if (r == WebSocketChannel::Read::Message) {
+                on_message(message);
             }
-            on_message(message);
+            flush();
         }
     }
 
@@ -147,6 +166,23 @@ private:
             }
             return false;
         }
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [&] { return !decoding_; });
+            swapping_ = true; // the decoder keeps off the stream until it is swapped
+        }
+        if (stream_) { // the old stream's ended turns are finished first, in its time line
+            RunRequest request;
+            request.language = settings_.language;
+            bool busy = false;
+            const std::string failure = decode(stream_, request, &busy);
+            if (!failure.empty() || busy) {
+                error(busy ? "server_busy" : "transcription_failed", busy ? "server busy: a turn was dropped" : failure, nullptr, "");
+            }
+        }
+        flush();
+        std::lock_guard<std::mutex> lock(mutex_);
+        swapping_ = false;
         if (stream_) {
             offset_ms_ += pushed_ms_;
             item_base_ = next_item_;
@@ -281,13 +317,13 @@ private:
             }
             pushed_samples_ += int64_t(pcm.size());
             pushed_ms_ = pushed_samples_ * 1000 / settings_.rate;
-            work();
+            request_decode();
         } else if (type == "input_audio_buffer.commit") {
             if (transcribe_stream_commit(stream_) != TRANSCRIBE_OK) {
                 error("input_audio_buffer_commit_empty", std::string("cannot commit: ") + transcribe_last_error(), nullptr, client_event);
                 return;
             }
-            work();
+            request_decode();
         } else if (type == "input_audio_buffer.clear") {
             transcribe_stream_clear(stream_);
             send({{"type", "input_audio_buffer.cleared"}});
@@ -301,20 +337,81 @@ private:
         }
     }
 
-    // Decodes what is due (with a session of the pool's) and sends the stream's events.
-    void work() {
+    // The decoder thread is told when the stream has work (it checks again before taking a session).
+    void request_decode() {
         if (transcribe_stream_decode_due(stream_)) {
-            SessionPool::Lease lease = st_.pool->acquire();
-            if (!lease) {
-                error("server_busy", "server busy: transcription postponed", nullptr, "");
-            } else {
-                RunRequest request;
-                request.language = settings_.language;
-                const transcribe_status s = lease.decode(stream_, run_params(st_, request), [] { return false; });
-                if (s != TRANSCRIBE_OK && s != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-                    error("transcription_failed", std::string(transcribe_status_string(s)) + ": " + transcribe_last_error(), nullptr, "");
-                }
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                wanted_ = true;
             }
+            cv_.notify_all();
+        }
+    }
+
+    // What STREAM has due, on a session of the pool's: a failure's message, or "" (BUSY: no session free).
+    std::string decode(transcribe_stream * stream, const RunRequest & request, bool * busy) {
+        *busy = false;
+        if (!transcribe_stream_decode_due(stream)) {
+            return "";
+        }
+        SessionPool::Lease lease = st_.pool->acquire();
+        if (!lease) {
+            *busy = true;
+            return "";
+        }
+        const transcribe_status s = lease.decode(stream, run_params(st_, request), [this] { return stopping_.load(); });
+        if (s != TRANSCRIBE_OK && s != TRANSCRIBE_ERR_OUTPUT_TRUNCATED && !stopping_) {
+            return std::string(transcribe_status_string(s)) + ": " + transcribe_last_error();
+        }
+        return "";
+    }
+
+    void decode_loop() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        bool busy_told = false;
+        for (;;) {
+            cv_.wait(lock, [&] { return stopping_ || (wanted_ && !swapping_); });
+            if (stopping_) {
+                return;
+            }
+            wanted_  = false;
+            decoding_ = true; // the stream stays while this holds (restart() waits)
+            transcribe_stream * stream = stream_;
+            RunRequest request;
+            request.language = settings_.language;
+            lock.unlock();
+            bool              busy    = false;
+            const std::string failure = decode(stream, request, &busy);
+            lock.lock();
+            decoding_ = false;
+            if (!failure.empty()) {
+                failures_.push_back({"transcription_failed", failure});
+            }
+            if (busy && !busy_told) {
+                failures_.push_back({"server_busy", "server busy: transcription postponed"});
+            }
+            busy_told = busy;
+            cv_.notify_all();
+            channel_.wake();
+            if (busy) { // try again shortly
+                cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_.load(); });
+                wanted_ = true;
+            }
+        }
+    }
+
+    // Sends the stream's events (and the decoder's errors) that are waiting.
+    void flush() {
+        std::vector<std::pair<const char *, std::string>> failures;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            failures.swap(failures_);
+        }
+        for (const auto & [code, message] : failures) {
+            error(code, message, nullptr, "");
+        }
+        if (!stream_) {
+            return;
         }
         transcribe_stream_event ev;
         while (transcribe_stream_next_event(stream_, &ev)) {
@@ -353,6 +450,14 @@ private:
     int64_t             offset_ms_ = 0, pushed_ms_ = 0, pushed_samples_ = 0, item_base_ = 0, next_item_ = 0;
     long                events_ = 0;
     std::string         last_item_;
+
+    // Shared with the decoder thread.
+    std::thread                                       decoder_;
+    std::mutex                                        mutex_;
+    std::condition_variable                           cv_;
+    std::atomic<bool>                                 stopping_ {false};
+    bool                                              wanted_ = false, decoding_ = false, swapping_ = false;
+    std::vector<std::pair<const char *, std::string>> failures_;
 };
 
 } // namespace

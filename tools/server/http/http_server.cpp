@@ -326,46 +326,112 @@ private:
     std::string          remote_;
 };
 
-// The WebSocket channel over a connection's stream, after the upgrade.
+// The WebSocket channel over a connection's stream, after the upgrade. One read stays outstanding
+// across read() calls, so wake() (from any thread) can end a read() without disturbing the frame it
+// waits for; writes go out beside it (Beast allows one read and one write at once on a stream).
 template <typename Stream> class Channel final : public WebSocketChannel {
 public:
-    Channel(Connection<Stream> & c, websocket::stream<Stream &> & ws, size_t max_message)
-        : c_(c), ws_(ws), max_(max_message) {}
+    Channel(net::io_context & ioc, websocket::stream<Stream &> & ws, size_t max_message, double write_seconds)
+        : ioc_(ioc), ws_(ws), max_(max_message), write_seconds_(write_seconds) {}
+
+    ~Channel() override {
+        // An outstanding read and posted wakes hold references into this object: let them finish.
+        if (reading_) {
+            beast::error_code ignored;
+            beast::get_lowest_layer(ws_).socket().cancel(ignored);
+            run_until([&] { return read_done_; });
+        }
+        ioc_.restart();
+        ioc_.poll();
+    }
 
     Read read(std::string & out) override {
-        out.clear();
-        bool oversized = false;
         for (;;) {
-            beast::flat_buffer piece;
-            // No deadline: a realtime client may be silent for as long as it likes (pings keep it honest).
-            const beast::error_code ec =
-                c_.timed(3600.0 * 24 * 365, [&](auto && done) { ws_.async_read_some(piece, max_ + 1, done); });
-            if (ec) {
+            if (!reading_) {
+                // No deadline: a realtime client may be silent for as long as it likes (pings keep it honest).
+                reading_ = true, read_done_ = false;
+                piece_.clear();
+                ws_.async_read_some(piece_, max_ + 1, [this](beast::error_code ec, std::size_t) {
+                    read_ec_ = ec, read_done_ = true;
+                });
+            }
+            run_until([&] { return read_done_ || woken_; });
+            if (!read_done_) {
+                woken_ = false; // the read stays outstanding for the next call
+                return Read::Woken;
+            }
+            reading_ = false;
+            if (read_ec_) {
                 return Read::Closed;
             }
-            if (!oversized) {
-                if (out.size() + piece.size() > max_) {
-                    oversized = true;
-                    out.clear();
+            if (!oversized_) {
+                if (message_.size() + piece_.size() > max_) {
+                    oversized_ = true;
+                    message_.clear();
                 } else {
-                    out.append(static_cast<const char *>(piece.data().data()), piece.size());
+                    message_.append(static_cast<const char *>(piece_.data().data()), piece_.size());
                 }
             }
             if (ws_.is_message_done()) {
+                const bool oversized = oversized_;
+                oversized_ = false;
+                out = std::move(message_);
+                message_.clear();
                 return oversized ? Read::Oversized : Read::Message;
             }
         }
     }
 
     bool write(const std::string & text) override {
+        if (broken_) {
+            return false;
+        }
+        bool done = false, timer_done = false, expired = false;
+        beast::error_code result;
+        net::steady_timer timer(ioc_);
+        timer.expires_after(std::chrono::microseconds(int64_t(write_seconds_ * 1e6)));
+        timer.async_wait([&](beast::error_code ec) {
+            timer_done = true;
+            if (!ec && !done) {
+                expired = true;
+                beast::error_code ignored;
+                beast::get_lowest_layer(ws_).socket().cancel(ignored); // the outstanding read ends with it
+            }
+        });
         ws_.text(true);
-        return !c_.timed(60, [&](auto && done) { ws_.async_write(net::buffer(text), done); });
+        ws_.async_write(net::buffer(text), [&](beast::error_code ec, std::size_t) {
+            result = ec;
+            done   = true;
+            timer.cancel();
+        });
+        run_until([&] { return done && timer_done; });
+        broken_ = expired || result;
+        return !broken_;
+    }
+
+    void wake() override {
+        net::post(ioc_, [this] { woken_ = true; });
     }
 
 private:
-    Connection<Stream> &          c_;
+    // Runs this thread's io_context until DONE() holds.
+    template <typename Done> void run_until(Done && done) {
+        while (!done()) {
+            if (ioc_.stopped()) {
+                ioc_.restart();
+            }
+            ioc_.run_one();
+        }
+    }
+
+    net::io_context &             ioc_;
     websocket::stream<Stream &> & ws_;
     size_t                        max_;
+    double                        write_seconds_;
+    beast::flat_buffer            piece_;
+    beast::error_code             read_ec_;
+    std::string                   message_; // the pieces of the message being read
+    bool                          reading_ = false, read_done_ = false, woken_ = false, oversized_ = false, broken_ = false;
 };
 
 template <typename Stream>
@@ -380,8 +446,10 @@ void serve_stream(net::io_context & ioc, Stream & stream, const HttpLimits & lim
         if (c.timed(limits.header_seconds, [&](auto && done) { ws.async_accept(head, [done](beast::error_code e) mutable { done(e, 0); }); })) {
             return;
         }
-        Channel<Stream> channel(c, ws, limits.max_ws_message);
-        h.websocket(req, channel);
+        {
+            Channel<Stream> channel(ioc, ws, limits.max_ws_message, limits.write_seconds);
+            h.websocket(req, channel);
+        }
         c.timed(limits.write_seconds, [&](auto && done) { ws.async_close(websocket::close_code::normal, [done](beast::error_code e) mutable { done(e, 0); }); });
     });
 }

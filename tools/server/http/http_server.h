@@ -62,11 +62,14 @@ struct HttpResponse {
 // A WebSocket connection as a handler sees it: messages in (text or binary), text messages out.
 class WebSocketChannel {
 public:
-    enum class Read { Message, Oversized, Closed };
+    enum class Read { Message, Oversized, Closed, Woken };
     virtual ~WebSocketChannel() = default;
-    // The next whole message into OUT; Oversized when it ran past the limit (its bytes skipped).
+    // The next whole message into OUT; Oversized when it ran past the limit (its bytes skipped); Woken
+    // when wake() came first (a message half read stays in the channel for the next call).
     virtual Read read(std::string & out) = 0;
     virtual bool write(const std::string & text) = 0; // false once the connection is gone
+    // Ends a read() waiting on the connection's thread; callable from any thread while the channel lives.
+    virtual void wake() = 0;
 };
 
 struct HttpHandlers {
