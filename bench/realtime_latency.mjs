@@ -1,5 +1,6 @@
 // Realtime API latency and capacity: STREAMS sessions at once, each playing AUDIO (16-kHz mono PCM16
-// WAV, then a second of silence) in 20 ms packets at real-time pace to a running transcribe-server;
+// WAV, then a second of silence) in 20 ms packets at real-time pace (each once its 20 ms have passed,
+// as a microphone gives them) to a running transcribe-server;
 // for each turn, the time from its end (audio_end_ms, when that audio had been sent) to its
 // `completed` event. Prints one JSON line: streams, turns, p50_ms, p95_ms, max_ms.
 // usage: node realtime_latency.mjs PORT AUDIO.wav STREAMS [ROUNDS]
@@ -27,7 +28,7 @@ function session() {
         t0 = performance.now();
         let k = 0;
         const tick = () => {
-          for (; k * 640 < pcm.length && t0 + k * 20 <= performance.now(); ++k) {
+          for (; k * 640 < pcm.length && t0 + (k + 1) * 20 <= performance.now(); ++k) { // once "recorded"
             ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm.subarray(k * 640, (k + 1) * 640).toString('base64') }));
           }
           if (k * 640 < pcm.length) setTimeout(tick, 5);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Realtime API's latency (end of a turn to its completed event) and how many real-time streams one
 # server sustains: transcribe-server with MODEL and VAD on THREADS threads, then, for each count in
-# STREAMS, that many sessions at once playing AUDIO at real-time pace ROUNDS times (realtime_latency.mjs).
+# STREAMS, that many sessions at once playing AUDIO at real-time pace ROUNDS times (realtime_latency.mjs),
+# after one untimed session.
 # usage: bench/realtime_latency.sh MODEL.gguf VAD.gguf AUDIO.wav [THREADS] ["1 2 4"] [ROUNDS]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,6 +18,7 @@ max=$(echo "$counts" | tr ' ' '\n' | sort -n | tail -1)
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+node "$client/realtime_latency.mjs" "$port" "$audio" 1 1 >/dev/null # warm-up: the first run sets up the graphs
 for n in $counts; do
     node "$client/realtime_latency.mjs" "$port" "$audio" "$n" "$rounds"
 done

@@ -12,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -67,6 +69,7 @@ public:
             std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else if (e.type == TRANSCRIBE_STREAM_SPEECH_STARTED) {
             partial_.clear();
+            partial_item_  = e.item;
             partial_start_ = e.audio_start_ms;
             show_partial();
         } else if (e.type == TRANSCRIBE_STREAM_DELTA) {
@@ -75,7 +78,11 @@ public:
         } else if (e.type == TRANSCRIBE_STREAM_COMPLETED) {
             std::printf("%s[%s --> %s] %s\n", terminal_ ? "\r\033[K" : "", clock_time(e.audio_start_ms).c_str(),
                         clock_time(e.audio_end_ms).c_str(), e.text);
-            partial_.clear();
+            if (e.item == partial_item_) {
+                partial_.clear();
+            } else if (open_) { // the next turn began while this one was transcribed
+                show_partial();
+            }
         }
         std::fflush(stdout);
     }
@@ -89,7 +96,77 @@ private:
 
     bool        json_, terminal_, open_ = false;
     std::string partial_;
-    int64_t     partial_start_ = 0;
+    int64_t     partial_item_ = -1, partial_start_ = 0;
+};
+
+// Transcribes what the stream has due on a thread of its own, so the audio keeps flowing into the
+// stream (and turn edges keep being found) while a turn is transcribed.
+class BackgroundDecoder {
+public:
+    BackgroundDecoder(transcribe_stream * stream, transcribe_session * session, const transcribe_run_params & rp)
+        : stream_(stream), session_(session), rp_(rp), thread_([this] { loop(); }) {}
+    ~BackgroundDecoder() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+    void request() {
+        if (transcribe_stream_decode_due(stream_)) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            wanted_ = true;
+            cv_.notify_all();
+        }
+    }
+
+    // Waits for the work asked for; the first failure (OK if none), its message in ERROR.
+    transcribe_status finish(std::string * error) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return !wanted_ && !busy_; });
+        *error = error_;
+        return failed_;
+    }
+
+    transcribe_status failed(std::string * error) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        *error = error_;
+        return failed_;
+    }
+
+private:
+    void loop() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            cv_.wait(lock, [&] { return stop_ || wanted_; });
+            if (stop_) {
+                return;
+            }
+            wanted_ = false, busy_ = true;
+            lock.unlock();
+            const transcribe_status s = transcribe_stream_decode(stream_, session_, nullptr, &rp_);
+            const std::string message = s == TRANSCRIBE_OK ? "" : transcribe_last_error();
+            lock.lock();
+            busy_ = false;
+            // A truncated turn's text is out (the warning logged): only a failure stops the stream.
+            if (s != TRANSCRIBE_OK && s != TRANSCRIBE_ERR_OUTPUT_TRUNCATED && failed_ == TRANSCRIBE_OK) {
+                failed_ = s, error_ = message;
+            }
+            cv_.notify_all();
+        }
+    }
+
+    transcribe_stream *     stream_;
+    transcribe_session *    session_;
+    transcribe_run_params   rp_;
+    std::mutex              mutex_;
+    std::condition_variable cv_;
+    bool                    wanted_ = false, busy_ = false, stop_ = false;
+    transcribe_status       failed_ = TRANSCRIBE_OK;
+    std::string             error_;
+    std::thread             thread_; // last: it starts once the rest is set up
 };
 
 } // namespace
@@ -168,16 +245,33 @@ int main(int argc, char ** argv) {
     std::unique_ptr<transcribe_stream, decltype(&transcribe_stream_free)> stream_owner(stream, transcribe_stream_free);
 
     Printer printer(json, !json && isatty(STDOUT_FILENO));
-    auto drain = [&]() -> transcribe_status {
-        transcribe_status s = TRANSCRIBE_OK;
-        if (transcribe_stream_decode_due(stream)) {
-            s = transcribe_stream_decode(stream, session, nullptr, &rp);
-        }
+    // Live audio is transcribed beside the pushing; a file as fast as it decodes, in step with it.
+    std::unique_ptr<BackgroundDecoder> background;
+    if (from_stdin || !no_pace) {
+        background = std::make_unique<BackgroundDecoder>(stream, session, rp);
+    }
+    std::string failure;
+    auto print_events = [&] {
         transcribe_stream_event e;
         while (transcribe_stream_next_event(stream, &e)) {
             printer.print(e);
         }
+    };
+    // Decodes what is due (or has it decoded), prints what is ready; WAIT: until the decoding is done.
+    auto drain = [&](bool wait) -> transcribe_status {
+        transcribe_status s = TRANSCRIBE_OK;
+        if (background) {
+            background->request();
+            s = wait ? background->finish(&failure) : background->failed(&failure);
+        } else if (transcribe_stream_decode_due(stream)) {
+            s = transcribe_stream_decode(stream, session, nullptr, &rp);
+            failure = s == TRANSCRIBE_OK ? "" : transcribe_last_error();
+        }
+        print_events();
         return s == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ? TRANSCRIBE_OK : s; // the turn's text is out; the warning logged
+    };
+    auto fail = [&](transcribe_status s) {
+        return die(std::string(transcribe_status_string(s)) + ": " + failure);
     };
 
     const size_t packet = size_t(sp.sample_rate) * size_t(packet_ms) / 1000;
@@ -210,13 +304,19 @@ int main(int argc, char ** argv) {
         if (n == 0) {
             break;
         }
-        if ((st = transcribe_stream_push(stream, pcm.data(), n)) != TRANSCRIBE_OK || (st = drain()) != TRANSCRIBE_OK) {
+        if ((st = transcribe_stream_push(stream, pcm.data(), n)) != TRANSCRIBE_OK) {
             return die(st);
         }
+        if ((st = drain(false)) != TRANSCRIBE_OK) {
+            return fail(st);
+        }
+    }
+    if ((st = drain(true)) != TRANSCRIBE_OK) {
+        return fail(st);
     }
     // The end of the audio ends a turn still being spoken (one under 100 ms is let go).
-    if (printer.turn_open() && transcribe_stream_commit(stream) == TRANSCRIBE_OK) {
-        st = drain();
+    if (printer.turn_open() && transcribe_stream_commit(stream) == TRANSCRIBE_OK && (st = drain(true)) != TRANSCRIBE_OK) {
+        return fail(st);
     }
-    return st == TRANSCRIBE_OK ? 0 : die(st);
+    return 0;
 }
