@@ -37,11 +37,11 @@ function wavSamples(path) {
   }
   throw new Error('no data chunk');
 }
-function wav(pcm) {
+function wav(pcm, rate = 16000) {
   const h = Buffer.alloc(44);
   h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVE', 8); h.write('fmt ', 12);
-  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(16000, 24);
-  h.writeUInt32LE(32000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36); h.writeUInt32LE(pcm.length, 40);
+  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36); h.writeUInt32LE(pcm.length, 40);
   return Buffer.concat([h, pcm]);
 }
 
@@ -185,6 +185,33 @@ try {
     const done = await next((e) => e.type === 'conversation.item.input_audio_transcription.completed');
     assert.equal(done.transcript, await rest(port, wav(part)));
     assert.equal(events.filter((e) => e.type === 'input_audio_buffer.speech_started').length, 0);
+    rt.close();
+  }
+
+  // ---- OpenAI's own rate: audio/pcm at 24 kHz, the session's default; by commit
+  {
+    const { rt, events, next } = await connect(port);
+    const created = await next((e) => e.type === 'session.created');
+    assert.equal(created.session.audio.input.format.rate, 24000);
+    rt.send({ type: 'session.update', session: { type: 'transcription', audio: { input: { turn_detection: null } } } });
+    const updated = await next((e) => e.type === 'session.updated');
+    assert.equal(updated.session.audio.input.format.rate, 24000);
+    // The clip's first 3 s at 24 kHz (linear interpolation: any signal will do, REST gets the same one).
+    const n16 = 3 * 16000, n24 = 3 * 24000, up = Buffer.alloc(2 * n24);
+    for (let i = 0; i < n24; ++i) {
+      const x = (i * 2) / 3, j = Math.floor(x), f = x - j;
+      const a = pcm.readInt16LE(2 * j), b = pcm.readInt16LE(2 * Math.min(j + 1, n16 - 1));
+      up.writeInt16LE(Math.round(a + f * (b - a)), 2 * i);
+    }
+    for (let at = 0; at < up.length; at += 9600) {
+      rt.send({ type: 'input_audio_buffer.append', audio: up.subarray(at, at + 9600).toString('base64') });
+    }
+    rt.send({ type: 'input_audio_buffer.commit' });
+    const committed = await next((e) => e.type === 'input_audio_buffer.committed');
+    const done = await next((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.equal(done.item_id, committed.item_id);
+    assert.equal(done.usage.seconds, 3);
+    assert.equal(done.transcript, await rest(port, wav(up, 24000)));
     rt.close();
   }
 
