@@ -3,18 +3,19 @@
 // as a microphone gives them) to a running transcribe-server;
 // for each turn, the time from its end (audio_end_ms, when that audio had been sent) to its
 // `completed` event. Prints one JSON line: streams, turns, p50_ms, p95_ms, max_ms.
-// usage: node realtime_latency.mjs PORT AUDIO.wav STREAMS [ROUNDS]
+// usage: node realtime_latency.mjs PORT AUDIO.wav STREAMS [ROUNDS] [STAGGER_MS]
+// STAGGER_MS: session i starts i x STAGGER_MS later (0: all at once, every turn ending together).
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
 
-const [port, path, streams, rounds = '1'] = process.argv.slice(2);
+const [port, path, streams, rounds = '1', stagger = '0'] = process.argv.slice(2);
 const wav = readFileSync(path);
 const data = wav.indexOf('data');
 const pcm = Buffer.concat(Array.from({ length: Number(rounds) }, () =>
   Buffer.concat([wav.subarray(data + 8, data + 8 + wav.readUInt32LE(data + 4)), Buffer.alloc(32000)])));
 
-function session() {
-  return new Promise((resolve, reject) => {
+function session(delay) {
+  return new Promise((resolve, reject) => setTimeout(() => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/realtime?intent=transcription`);
     const latencies = [];
     let t0 = 0, expected = -1, started = 0;
@@ -48,10 +49,10 @@ function session() {
         reject(new Error(JSON.stringify(e.error)));
       }
     });
-  });
+  }, delay));
 }
 
-const all = (await Promise.all(Array.from({ length: Number(streams) }, session))).flat().sort((a, b) => a - b);
+const all = (await Promise.all(Array.from({ length: Number(streams) }, (_, i) => session(i * Number(stagger))))).flat().sort((a, b) => a - b);
 const q = (p) => all[Math.min(all.length - 1, Math.floor(p * all.length))];
-console.log(JSON.stringify({ streams: Number(streams), turns: all.length, p50_ms: Math.round(q(0.5)),
+console.log(JSON.stringify({ streams: Number(streams), stagger_ms: Number(stagger), turns: all.length, p50_ms: Math.round(q(0.5)),
   p95_ms: Math.round(q(0.95)), max_ms: Math.round(all[all.length - 1]) }));

@@ -488,6 +488,9 @@ TRANSCRIBE_API transcribe_status transcribe_stream_commit(transcribe_stream * st
 TRANSCRIBE_API transcribe_status transcribe_stream_clear(transcribe_stream * stream);
 /* Whether transcribe_stream_decode has work: an ended turn, or a partial transcript due. */
 TRANSCRIBE_API bool transcribe_stream_decode_due(const transcribe_stream * stream);
+/* Ended turns waiting to be transcribed (0 when only a partial transcript is due): a scheduler of many
+ * streams can finish turns before it spends time on partials. */
+TRANSCRIBE_API size_t transcribe_stream_turns_waiting(const transcribe_stream * stream);
 /* Transcribes the ended turns (COMPLETED each, with PARAMS as transcribe_run takes them, the samples
  * resampled to the model's rate) and, where due, the open turn (DELTA where new words agree), on SESSION,
  * or through BATCHER when it is not NULL (then SESSION may be NULL). OUTPUT_TRUNCATED where a turn's

@@ -983,6 +983,10 @@ transcribe_status transcribe_stream_clear(transcribe_stream * stream) {
 
 bool transcribe_stream_decode_due(const transcribe_stream * stream) { return stream && stream->impl->decode_due(); }
 
+size_t transcribe_stream_turns_waiting(const transcribe_stream * stream) {
+    return stream ? stream->impl->turns_waiting() : 0;
+}
+
 transcribe_status transcribe_stream_decode(transcribe_stream * stream, transcribe_session * session,
                                            transcribe_batcher * batcher, const transcribe_run_params * params) {
     return guarded([&] {

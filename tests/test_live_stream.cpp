@@ -185,6 +185,7 @@ TEST(LiveStream, TurnEventsAndTheTurnsOwnSamples) {
     EXPECT_EQ(ev[2].audio_start_ms, 256);
     EXPECT_EQ(ev[2].audio_end_ms, 736);
     ASSERT_TRUE(s.decode_due());
+    EXPECT_EQ(s.turns_waiting(), 1u);
     std::vector<std::pair<float, size_t>> asked;
     s.decode([&](const float * x, size_t n) {
         asked.emplace_back(x[0], n);
@@ -199,6 +200,7 @@ TEST(LiveStream, TurnEventsAndTheTurnsOwnSamples) {
     EXPECT_EQ(done[0].text, "turn text");
     EXPECT_EQ(done[0].item, 0);
     EXPECT_FALSE(s.decode_due());
+    EXPECT_EQ(s.turns_waiting(), 0u);
 }
 
 TEST(LiveStream, DeltasAreTheWordsTwoHearingsAgreeOn) {
@@ -246,6 +248,7 @@ TEST(LiveStream, PushesGoOnWhileATurnIsHeardOnAnotherThread) {
         s.push(chunk.data(), chunk.size());
     }
     ASSERT_TRUE(s.decode_due()); // a partial of the open turn
+    EXPECT_EQ(s.turns_waiting(), 0u);
     std::promise<void> entered, release;
     std::thread decoder([&] {
         s.decode([&](const float *, size_t n) {
@@ -265,6 +268,7 @@ TEST(LiveStream, PushesGoOnWhileATurnIsHeardOnAnotherThread) {
     }
     EXPECT_EQ(kinds, (std::vector<LiveEventKind> {LiveEventKind::SpeechStarted, LiveEventKind::SpeechStopped,
                                                   LiveEventKind::Committed}));
+    EXPECT_EQ(s.turns_waiting(), 1u);
     release.set_value();
     decoder.join();
     EXPECT_TRUE(drain(s).empty()); // the partial of a turn that has ended says nothing
@@ -494,6 +498,8 @@ TEST(LiveStreamApi, BadArguments) {
     EXPECT_EQ(transcribe_stream_commit(stream), TRANSCRIBE_ERR_INVALID_ARG); // nothing to commit
     EXPECT_EQ(transcribe_stream_decode(stream, nullptr, nullptr, nullptr), TRANSCRIBE_ERR_INVALID_ARG);
     EXPECT_FALSE(transcribe_stream_decode_due(stream));
+    EXPECT_EQ(transcribe_stream_turns_waiting(stream), 0u);
+    EXPECT_EQ(transcribe_stream_turns_waiting(nullptr), 0u);
     transcribe_stream_event e;
     EXPECT_FALSE(transcribe_stream_next_event(stream, &e));
     transcribe_stream_free(stream);

@@ -151,6 +151,11 @@ bool LiveStream::decode_due() const {
     return due_locked();
 }
 
+size_t LiveStream::turns_waiting() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ended_.size();
+}
+
 bool LiveStream::due_locked() const {
     return !ended_.empty() ||
            (open_ && options_.partial_interval_ms > 0 && (pushed_ - open_start_) - partial_at_ >= partial_gap_);

@@ -68,6 +68,8 @@ public:
 
     // Whether decode() has work: a turn to finish or a partial transcript due.
     bool decode_due() const;
+    // Ended turns not yet being transcribed (a scheduler puts them before partial transcripts).
+    size_t turns_waiting() const;
     // Finishes every ended turn (in order, each a Completed), then, where due, a partial transcript of
     // the open turn (a Delta when it brings agreed words).
     void decode(const TurnTranscriber & transcribe);

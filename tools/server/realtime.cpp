@@ -348,15 +348,18 @@ private:
         }
     }
 
-    // What STREAM has due, on a session of the pool's: a failure's message, or "" (BUSY: no session free).
+    // What STREAM has due, on a session of the pool's: a failure's message, or "" (BUSY: no session for a
+    // turn). Ended turns wait for a place; a partial transcript only takes one that nobody waits for, so
+    // under load the sessions' turns come first and partials thin out.
     std::string decode(transcribe_stream * stream, const RunRequest & request, bool * busy) {
         *busy = false;
         if (!transcribe_stream_decode_due(stream)) {
             return "";
         }
-        SessionPool::Lease lease = st_.pool->acquire();
+        const bool turns = transcribe_stream_turns_waiting(stream) > 0;
+        SessionPool::Lease lease = turns ? st_.pool->acquire() : st_.pool->try_acquire();
         if (!lease) {
-            *busy = true;
+            *busy = turns;
             return "";
         }
         const transcribe_status s = lease.decode(stream, run_params(st_, request), [this] { return stopping_.load(); });

@@ -70,6 +70,16 @@ SessionPool::Lease SessionPool::acquire() {
     return Lease(this, index);
 }
 
+SessionPool::Lease SessionPool::try_acquire() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty() || waiting_ > 0) {
+        return Lease(nullptr, -1);
+    }
+    const int index = free_.back();
+    free_.pop_back();
+    return Lease(this, index);
+}
+
 void SessionPool::release(int index) {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(index);

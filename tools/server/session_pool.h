@@ -44,6 +44,8 @@ public:
 
     // Waits for a free place; an empty lease when max_waiting requests are already waiting.
     Lease acquire();
+    // A place free now that no one is waiting for; else an empty lease (work that can be skipped).
+    Lease try_acquire();
 
 private:
     void release(int index);
