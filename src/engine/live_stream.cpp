@@ -141,11 +141,6 @@ void LiveStream::trim() {
     }
 }
 
-int64_t LiveStream::pushed_ms() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return to_ms(pushed_);
-}
-
 bool LiveStream::decode_due() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return due_locked();

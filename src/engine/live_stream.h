@@ -76,8 +76,6 @@ public:
 
     bool next_event(LiveEvent & out);
 
-    int64_t pushed_ms() const;
-
 private:
     struct EndedTurn {
         int64_t            item, start_ms, end_ms;
