@@ -60,6 +60,18 @@ MelFrontend::MelFrontend(MelConfig config) : cfg_(std::move(config)), plan_(std:
     for (int i = 0; i < cfg_.win_length; ++i) {
         window_padded_[size_t(left + i)] = cfg_.window[size_t(i)];
     }
+    const int n_bins = n_fft / 2 + 1;
+    for (int m = 0; m < cfg_.n_mels; ++m) {
+        const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
+        int begin = 0, end = n_bins;
+        while (begin < end && fb[begin] == 0.0f) {
+            ++begin;
+        }
+        while (end > begin && fb[end - 1] == 0.0f) {
+            --end;
+        }
+        filter_support_.emplace_back(begin, end);
+    }
     std::lock_guard<std::mutex> lock(g_fftw_planner_mutex);
     double *       in  = fftw_alloc_real(size_t(n_fft));
     fftw_complex * out = fftw_alloc_complex(size_t(n_fft / 2 + 1));
@@ -111,8 +123,9 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
             }
             for (int m = 0; m < n_mels; ++m) {
                 const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
+                const auto [begin, end] = filter_support_[size_t(m)];
                 double acc = 0.0;
-                for (int k = 0; k < n_bins; ++k) {
+                for (int k = begin; k < end; ++k) {
                     acc += double(fb[k]) * power[size_t(k)];
                 }
                 logmel[size_t(m) * size_t(n_frames) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));

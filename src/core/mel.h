@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace transcribe {
@@ -47,6 +48,9 @@ private:
     struct FftPlan;
     MelConfig cfg_;
     std::vector<double> window_padded_; // window centred in n_fft
+    // Each filter's nonzero bins [begin, end): a mel filter covers a few bins of the spectrum, and
+    // skipping its zeros changes no sum (0 * a finite power adds +0).
+    std::vector<std::pair<int, int>> filter_support_;
     std::unique_ptr<FftPlan> plan_;
 };
 
