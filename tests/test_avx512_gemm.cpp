@@ -199,11 +199,13 @@ TEST_P(Avx512Gemv, Matches_ggml_mul_mat) {
 }
 
 // One block; block counts that leave 1-3 blocks past the 4 sums (Q8_0) or the groups of 4 heads (Q4_K);
-// rows split unevenly over threads;
+// rows split unevenly over threads; row counts not a multiple of 4 (a TDT joint: vocab + blank + durations);
 // the model's shapes; the longest row the kernel takes.
 INSTANTIATE_TEST_SUITE_P(Shapes, Avx512Gemv,
                          ::testing::Values(Shape {Q8, 32, 4, 1, 1}, Shape {Q8, 96, 36, 1, 2}, Shape {Q8, 160, 100, 1, 3},
                                            Shape {Q8, 224, 8, 1, 4}, Shape {Q8, 2048, 1024, 1, 2},
+                                           Shape {Q8, 640, 1030, 1, 2}, Shape {Q8, 64, 7, 1, 3}, Shape {Q4K, 256, 5, 1, 2},
+                                           Shape {Q6K, 512, 9, 1, 2},
                                            Shape {Q8, 6144, 2048, 1, 2}, Shape {Q8, 16384, 12, 1, 2},
                                            Shape {Q4K, 256, 4, 1, 1}, Shape {Q4K, 512, 20, 1, 2},
                                            Shape {Q4K, 768, 36, 1, 2}, Shape {Q4K, 1280, 52, 1, 3},
@@ -223,7 +225,7 @@ TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_weights_of_our_types_with_a_
     EXPECT_TRUE(avx512_gemv_applies(one.w, one.x));
     EXPECT_FALSE(avx512_gemv_applies(two.w, two.x));           // two columns: ggml's
     EXPECT_FALSE(avx512_gemv_applies(q5k.w, q5k.x));           // no GEMV of ours for Q5_K
-    EXPECT_FALSE(avx512_gemv_applies(odd_rows.w, odd_rows.x)); // rows not a multiple of 4
+    EXPECT_TRUE(avx512_gemv_applies(odd_rows.w, odd_rows.x));  // any row count (a transducer joint's 1030)
     EXPECT_FALSE(avx512_gemv_handles(GGML_TYPE_Q8_0, 16384 + 32));
 
     ggml_init_params p = {ggml_tensor_overhead(), nullptr, true};

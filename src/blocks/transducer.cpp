@@ -1,8 +1,7 @@
 #include "transducer.h"
 
-#include "lstm.h"
-
 #include "core/error.h"
+#include "ops/lstm.h"
 #include "ops/matmul.h"
 
 namespace transcribe {
@@ -33,6 +32,10 @@ ggml_tensor * Transducer::project_encoder(ggml_context * ctx, ggml_tensor * enc)
     return ops::matmul(ctx, enc_w_, enc, enc_b_);
 }
 
+namespace {
+std::string state_output(const char * what, int64_t layer) { return std::string(what) + "." + std::to_string(layer); }
+} // namespace
+
 std::unique_ptr<Graph> Transducer::build_predict() const {
     const int64_t P = hp_.pred_hidden, L = hp_.pred_layers;
     auto g = std::make_unique<Graph>(1024, "predict");
@@ -44,21 +47,19 @@ std::unique_ptr<Graph> Transducer::build_predict() const {
     if (x->type != GGML_TYPE_F32) {
         x = ggml_cast(ctx, x, GGML_TYPE_F32);
     }
-    ggml_tensor * h_out = nullptr, * c_out = nullptr;
     for (int64_t l = 0; l < L; ++l) {
         const Lstm & w = lstm_[size_t(l)];
         ggml_tensor * h = ggml_view_2d(ctx, h_in, P, 1, h_in->nb[1], size_t(l) * h_in->nb[1]);
         ggml_tensor * c = ggml_view_1d(ctx, c_in, P, size_t(l) * c_in->nb[1]);
         ggml_tensor * z = ops::matmul(ctx, w.w, ggml_concat(ctx, x, h, 0), w.bias); // W_ih x + W_hh h + b
-        const LstmState s = lstm_cell(ctx, ggml_reshape_1d(ctx, z, 4 * P), c);
-        x     = ggml_reshape_2d(ctx, s.h, P, 1);
-        h_out = h_out ? ggml_concat(ctx, h_out, x, 1) : x;
-        c_out = c_out ? ggml_concat(ctx, c_out, ggml_reshape_2d(ctx, s.c, P, 1), 1) : ggml_reshape_2d(ctx, s.c, P, 1);
+        const LstmState s = ops::lstm_cell(ctx, ggml_reshape_1d(ctx, z, 4 * P), c, w.w);
+        x = ggml_reshape_2d(ctx, s.h, P, 1);
+        // Each layer's state is an output of its own: stacking them would be graph ops of their own.
+        g->output(s.h, state_output("h_out", l).c_str());
+        g->output(s.c, state_output("c_out", l).c_str());
     }
     g->output(x, "pred_out");
     g->output(ops::matmul(ctx, pred_w_, x, pred_b_), "pred_proj");
-    g->output(h_out, "h_out");
-    g->output(c_out, "c_out");
     return g;
 }
 
@@ -87,8 +88,11 @@ void TransducerState::predict(int32_t token) {
         tensor_set(g.get("h_in"), h_);
         tensor_set(g.get("c_in"), c_);
     });
-    tensor_get_f32(g.get("h_out"), h_);
-    tensor_get_f32(g.get("c_out"), c_);
+    const size_t P = size_t(model_.hparams().pred_hidden);
+    for (int l = 0; l < model_.hparams().pred_layers; ++l) {
+        ggml_backend_tensor_get(g.get(state_output("h_out", l).c_str()), h_.data() + size_t(l) * P, 0, P * sizeof(float));
+        ggml_backend_tensor_get(g.get(state_output("c_out", l).c_str()), c_.data() + size_t(l) * P, 0, P * sizeof(float));
+    }
     tensor_get_f32(g.get("pred_out"), pred_out_);
     tensor_get_f32(g.get("pred_proj"), pred_proj_);
 }

@@ -31,7 +31,7 @@ public:
     ggml_tensor * project_encoder(ggml_context * ctx, ggml_tensor * enc) const;
 
     // One prediction step as a graph: inputs "token" (I32 [1]), "h_in" / "c_in" [pred_hidden, layers];
-    // outputs "pred_out" [pred_hidden], "pred_proj" [joint_hidden] and "h_out" / "c_out".
+    // outputs "pred_out" [pred_hidden], "pred_proj" [joint_hidden] and each layer's "h_out.L" / "c_out.L".
     std::unique_ptr<Graph> build_predict() const;
     // The joint on one frame: input "joint_in" [joint_hidden] (enc projection + pred projection),
     // output "logits" [outputs()].

@@ -6,8 +6,8 @@
 // which the head then reads as one matrix.
 #include "silero_vad.h"
 
-#include "blocks/lstm.h"
 #include "core/error.h"
+#include "ops/lstm.h"
 
 #include "ggml-cpu.h"
 
@@ -175,7 +175,7 @@ Graph & SileroVadSession::graph(const SileroVadBranch & b, int n_chunks, bool ta
     ggml_tensor * c = ggml_view_1d(ctx, c_all_, H, 0);
     for (int64_t t = 0; t < T; ++t) {
         ggml_tensor * z = ggml_add(ctx, ggml_view_1d(ctx, xin, 4 * H, size_t(t) * xin->nb[1]), ggml_mul_mat(ctx, b.w_hh, h));
-        const LstmState next = lstm_cell(ctx, z, c);
+        const LstmState next = ops::lstm_cell(ctx, z, c, b.w_hh);
         // The next step reads the copies, so they are ordered before it.
         c = ggml_cpy(ctx, next.c, ggml_view_1d(ctx, c_all_, H, size_t(t + 1) * col));
         h = ggml_cpy(ctx, next.h, ggml_view_1d(ctx, h_all_, H, size_t(t + 1) * col));

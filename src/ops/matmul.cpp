@@ -134,7 +134,7 @@ bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
 
 bool avx512_gemv_applies(const ggml_tensor * w, const ggml_tensor * x) {
     return enabled() && avx512_gemv_handles(w->type, w->ne[0]) && in_host_memory(w) && !w->extra && ggml_is_contiguous(w) &&
-           w->ne[1] % 4 == 0 && w->ne[2] == 1 && w->ne[3] == 1 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) &&
+           w->ne[2] == 1 && w->ne[3] == 1 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) &&
            x->ne[0] == w->ne[0] && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 

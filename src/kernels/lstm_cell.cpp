@@ -1,0 +1,45 @@
+#include "lstm_cell.h"
+
+#include <cmath>
+
+// The roundings of ggml's separate ops: no product fused into a sum.
+#pragma GCC optimize("fp-contract=off")
+
+namespace transcribe {
+
+namespace {
+
+float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// One thread: the cell is a few hundred values, less work than handing a share to another thread.
+void run_lstm_cell(ggml_tensor * dst, int ith, int, void *) {
+    if (ith != 0) {
+        return;
+    }
+    const int64_t H = dst->ne[0];
+    const float * z  = static_cast<const float *>(dst->src[0]->data);
+    const float * cp = static_cast<const float *>(dst->src[1]->data);
+    float * h = static_cast<float *>(dst->data);
+    float * c = h + H;
+    for (int64_t j = 0; j < H; ++j) {
+        const float i = sigmoid(z[j]), f = sigmoid(z[H + j]), g = tanhf(z[2 * H + j]), o = sigmoid(z[3 * H + j]);
+        const float kept = f * cp[j], added = i * g;
+        c[j] = kept + added;
+        h[j] = o * tanhf(c[j]);
+    }
+}
+
+} // namespace
+
+bool lstm_cell_kernel_takes(const ggml_tensor * z, const ggml_tensor * c_prev) {
+    return z->type == GGML_TYPE_F32 && c_prev->type == GGML_TYPE_F32 && ggml_is_contiguous(z) && ggml_is_contiguous(c_prev) &&
+           ggml_nelements(z) == 4 * ggml_nelements(c_prev);
+}
+
+ggml_tensor * lstm_cell_op(ggml_context * ctx, ggml_tensor * z, ggml_tensor * c_prev) {
+    ggml_tensor * args[] = {z, c_prev};
+    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, ggml_nelements(c_prev), 2, 1, 1, args, 2, run_lstm_cell, 1, nullptr);
+    return ggml_set_name(y, "lstm_cell");
+}
+
+} // namespace transcribe
