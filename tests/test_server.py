@@ -512,6 +512,47 @@ class WordTimestampsTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class AlignedServerTest(unittest.TestCase):
+    def test_align_with_times_any_models_words_as_nfa_does(self):
+        """--align-with parakeet-ctc-tiny: parakeet-tdt-tiny's words and segments in verbose_json are where NeMo
+        Forced Aligner puts them (the parakeet-ctc-alignment golden for its transcript of jfk); Canary-Qwen,
+        which times no words of its own, now gives them (its text's words, in order, inside the audio); an
+        aligner without a CTC head stops the server at start with one clear line."""
+        ctc = str(Path(PARAKEET_MODEL).parent / "parakeet-ctc-tiny-f32.gguf")
+        golden = json.loads((PARAKEET_FIXTURE.parent / "parakeet-ctc-alignment" / "golden" / "tdt_text_jfk.json").read_text())
+        jfk = (PARAKEET_FIXTURE / "audio" / "jfk.wav").read_bytes()
+        granularities = [("timestamp_granularities[]", "word"), ("timestamp_granularities[]", "segment")]
+        server = Server("--align-with", ctc, model=str(Path(PARAKEET_MODEL).parent / "parakeet-tdt-tiny-f32.gguf"))
+        try:
+            self.assertIn("words aligned by", server.banner)
+            code, _, body = transcribe(server.base, jfk, response_format="verbose_json", extra_fields=granularities)
+            self.assertEqual(code, 200, body)
+            j = json.loads(body)
+            self.assertEqual([(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in j["words"]],
+                             [(w["text"], round(w["t_start"], 3), round(w["t_end"], 3)) for w in golden["words"]])
+            self.assertEqual([(s["text"], round(s["start"], 3), round(s["end"], 3)) for s in j["segments"]],
+                             [(s["text"], round(s["t_start"], 3), round(s["t_end"], 3)) for s in golden["segments"]])
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = Server("--align-with", ctc, "--max-new-tokens", "12")  # Canary-Qwen: a text the frames hold
+        try:
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json",
+                                       extra_fields=[("timestamp_granularities[]", "word")])
+            self.assertEqual(code, 200, body)
+            j = json.loads(body)
+            self.assertGreater(len(j["words"]), 2)
+            self.assertEqual([w["word"] for w in j["words"]], [w for w in j["text"].split(" ") if w])
+            spans = [(w["start"], w["end"]) for w in j["words"]]
+            self.assertTrue(all(0 <= a < b <= 11.04 for a, b in spans), spans)
+            self.assertEqual(spans, sorted(spans))
+        finally:
+            self.assertEqual(server.stop(), 0)
+        r = subprocess.run([SERVER, "-m", MODEL, "--align-with", PARAKEET_MODEL, "--port", "0"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("has no CTC head", r.stderr)
+
+
 class HybridServerTest(unittest.TestCase):
     def test_decoder_type_field_picks_the_head(self):
         """A hybrid Parakeet (parakeet-tdt-ctc-tiny): the transducer by default and with decoder_type=tdt,

@@ -4,6 +4,7 @@
 #include "server.h"
 
 #include "../common/diarize_option.h"
+#include "../common/align_option.h"
 #include "../common/draft_option.h"
 #include "../common/model_options.h"
 #include "../common/vad_options.h"
@@ -67,6 +68,8 @@ int main(int argc, char ** argv) {
     draft.add_to(app);
     transcribe_tools::DiarizeOption diarize;
     diarize.add_to(app);
+    transcribe_tools::AlignOption align;
+    align.add_to(app);
     CLI11_PARSE(app, argc, argv);
     if (tls_cert.empty() != tls_key.empty()) {
         std::fprintf(stderr, "transcribe-server: error: --tls-cert and --tls-key go together\n");
@@ -77,6 +80,7 @@ int main(int argc, char ** argv) {
     // Freed after the state: the sessions (which run them) go first.
     std::unique_ptr<transcribe_model, void (*)(transcribe_model *)> draft_model(nullptr, transcribe_model_free);
     std::unique_ptr<transcribe_diarizer, void (*)(transcribe_diarizer *)> diarizer(nullptr, transcribe_diarizer_free);
+    transcribe_tools::AlignOption::Model aligner;
     ServerState st;
     if (api_key.empty() && std::getenv("TRANSCRIBE_API_KEY")) {
         api_key = std::getenv("TRANSCRIBE_API_KEY");
@@ -99,18 +103,27 @@ int main(int argc, char ** argv) {
         }
     } release {st};
     transcribe_model_get_info(st.model, &st.info);
-    std::string draft_error;
+    std::string load_error;
     transcribe_model * loaded_draft = nullptr;
-    if (!draft.load(st.model, lp, &loaded_draft, &draft_error)) {
-        std::fprintf(stderr, "transcribe-server: error: %s\n", draft_error.c_str());
+    if (!draft.load(st.model, lp, &loaded_draft, &load_error)) {
+        std::fprintf(stderr, "transcribe-server: error: %s\n", load_error.c_str());
         return 1;
     }
     draft_model.reset(loaded_draft);
     st.draft      = loaded_draft;
+    if (!align.load(lp, &aligner, &load_error)) {
+        std::fprintf(stderr, "transcribe-server: error: %s\n", load_error.c_str());
+        return 1;
+    }
+    if (aligner) { // the aligner times every transcript's words, whatever the model
+        st.aligner                = aligner.get();
+        st.info.word_timestamps  = true;
+        st.info.timestamp_prompt = false;
+    }
     transcribe_run_params diarize_rp = transcribe_run_params_init();
     transcribe_diarizer * loaded_diarizer = nullptr;
-    if (!diarize.load(threads, diarize_rp, &loaded_diarizer, &draft_error)) {
-        std::fprintf(stderr, "transcribe-server: error: %s\n", draft_error.c_str());
+    if (!diarize.load(threads, diarize_rp, &loaded_diarizer, &load_error)) {
+        std::fprintf(stderr, "transcribe-server: error: %s\n", load_error.c_str());
         return 1;
     }
     diarizer.reset(loaded_diarizer);
@@ -156,10 +169,11 @@ int main(int argc, char ** argv) {
     std::signal(SIGPIPE, SIG_IGN); // a client gone mid-write is an error return, not the end of the server
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::printf("transcribe-server: listening on %s://%s:%d (model %s, %d parallel%s, queue %d%s%s)\n",
+    std::printf("transcribe-server: listening on %s://%s:%d (model %s, %d parallel%s, queue %d%s%s%s%s)\n",
                 server->tls() ? "https" : "http", host.c_str(), bound, st.info.name, parallel,
                 st.pool->batched() ? " decoded together" : "", queue, st.draft ? ", drafts by " : "",
-                st.draft ? draft.model_path.c_str() : "");
+                st.draft ? draft.model_path.c_str() : "", st.aligner ? ", words aligned by " : "",
+                st.aligner ? align.model_path.c_str() : "");
     std::fflush(stdout);
     std::atomic<bool> running {true};
     std::thread stopper([&] {

@@ -362,7 +362,9 @@ private:
             *busy = turns;
             return "";
         }
-        const transcribe_status s = lease.decode(stream, run_params(st_, request), [this] { return stopping_.load(); });
+        transcribe_run_params rp = run_params(st_, request);
+        rp.aligner = nullptr; // a realtime transcript carries no word times
+        const transcribe_status s = lease.decode(stream, rp, [this] { return stopping_.load(); });
         if (s != TRANSCRIBE_OK && s != TRANSCRIBE_ERR_OUTPUT_TRUNCATED && !stopping_) {
             return std::string(transcribe_status_string(s)) + ": " + transcribe_last_error();
         }

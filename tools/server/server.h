@@ -23,6 +23,7 @@ struct ServerState {
     transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request, realtime turns
     transcribe_vad_params        vad_params = transcribe_vad_params_init();
     transcribe_model *           draft = nullptr; // --draft: speculative decoding (a request's draft=false opts out)
+    transcribe_model *           aligner = nullptr; // --align-with: every transcript's words timed by this CTC model
     transcribe_diarizer *        diarizer = nullptr; // --diarize: speakers for response_format=diarized_json
     transcribe_diarize_params    diarize_params = transcribe_diarize_params_init();
     size_t                       max_upload_bytes = 64u << 20;

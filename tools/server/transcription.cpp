@@ -34,6 +34,7 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.vad            = r.no_vad ? nullptr : st.vad;
     rp.vad_params     = r.speech_set ? r.speech : st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
+    rp.aligner        = st.aligner;
     if (r.diarize) {
         rp.diarizer       = st.diarizer;
         rp.diarize_params = st.diarize_params;
