@@ -61,7 +61,7 @@ TEST(CtcAlignmentGolden, Chain_path_segments_and_words_are_nfas) {
         EXPECT_EQ(got_w, want_w) << name;
         ++n_cases;
     }
-    EXPECT_EQ(n_cases, 7);
+    EXPECT_EQ(n_cases, 8);
 }
 
 // By hand, 3 classes (a = 0, b = 1, blank = 2). The chain of "a a" is _ a _ a _: the blank between the

@@ -21,6 +21,7 @@ public:
     std::string decode(const std::vector<int32_t> & ids) const override;
     int  n_vocab() const override { return int(pieces_.size()); }
     bool is_control(int32_t id) const override;
+    int32_t unknown_id() const override { return unk_id_; }
     std::string piece(int32_t id) const override { return id >= 0 && id < n_vocab() ? pieces_[size_t(id)] : ""; }
 
 private:

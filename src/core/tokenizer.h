@@ -26,6 +26,8 @@ public:
     virtual std::string piece(int32_t id) const = 0;
     virtual int  n_vocab() const = 0;
     virtual bool is_control(int32_t id) const = 0;
+    // The id text the vocabulary cannot spell becomes (0 where the tokenizer names none, as NeMo takes it).
+    virtual int32_t unknown_id() const { return 0; }
 };
 
 // Replaces invalid UTF-8 sequences by U+FFFD (one per maximal invalid subpart, as Python does).

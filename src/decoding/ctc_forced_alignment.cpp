@@ -25,16 +25,56 @@ std::vector<std::string> segments_of(const std::string & text) {
     return out;
 }
 
-// Python's str.split(" "): empty items where spaces repeat.
-std::vector<std::string> split_spaces(const std::string & s) {
+// Python's str.split(SEP): empty items where separators meet or end the text.
+std::vector<std::string> split(const std::string & s, const std::string & sep) {
     std::vector<std::string> out;
     size_t a = 0;
-    for (size_t b; (b = s.find(' ', a)) != std::string::npos; a = b + 1) {
+    for (size_t b; (b = s.find(sep, a)) != std::string::npos; a = b + sep.size()) {
         out.push_back(s.substr(a, b - a));
     }
     out.push_back(s.substr(a));
     return out;
 }
+
+// get_utt_obj's handling of the unknown mark (UNK_WORD: what the unknown id decodes to, stripped; the
+// "\u2047" of a SentencePiece model's transcript): the text around it is tokenized piece by piece with
+// the unknown id itself between.
+struct UnknownMark {
+    int32_t     id;
+    std::string word;
+
+    // A segment's token count (its sub-segments between marks, each stripped and tokenized, a token per mark).
+    size_t segment_tokens(const std::string & segment, const Tokenizer & tok) const {
+        if (word.empty()) {
+            return tok.encode(segment).size();
+        }
+        const std::vector<std::string> parts = split(segment, word);
+        size_t n = parts.size() - 1;
+        for (const std::string & p : parts) {
+            n += tok.encode(strip_whitespace(p)).size();
+        }
+        return n;
+    }
+
+    // A word's ids: the mark alone is the unknown id; a word holding marks is its pieces between them, each
+    // tokenized on its own, the unknown id between.
+    std::vector<int32_t> word_ids(const std::string & w, const Tokenizer & tok) const {
+        if (word.empty() || w.find(word) == std::string::npos) {
+            return tok.encode(w);
+        }
+        if (w == word) {
+            return {id};
+        }
+        std::vector<int32_t> ids;
+        for (const std::string & p : split(w, word)) {
+            const std::vector<int32_t> part = tok.encode(p);
+            ids.insert(ids.end(), part.begin(), part.end());
+            ids.push_back(id);
+        }
+        ids.pop_back();
+        return ids;
+    }
+};
 
 } // namespace
 
@@ -44,17 +84,16 @@ AlignmentChain alignment_chain(const std::string & text, const Tokenizer & tok, 
     if (text.empty() || int(tok.encode(text).size()) > frames) {
         return chain;
     }
+    const UnknownMark unknown {tok.unknown_id(), strip_whitespace(tok.decode({tok.unknown_id()}))};
     int segment_s = 1, word_s = 1; // state 0 is the leading blank
     for (const std::string & segment : segments_of(text)) {
         AlignmentChain::Segment seg;
-        const std::vector<std::string> words = split_spaces(segment);
+        const std::vector<std::string> words = split(segment, " ");
         std::vector<std::vector<int32_t>> ids;
-        size_t n_tokens = 0;
         for (const std::string & w : words) {
-            ids.push_back(tok.encode(w));
-            n_tokens += ids.back().size();
+            ids.push_back(unknown.word_ids(w, tok));
         }
-        seg.span = {segment, segment_s, segment_s + int(n_tokens) * 2 - 2};
+        seg.span = {segment, segment_s, segment_s + int(unknown.segment_tokens(segment, tok)) * 2 - 2};
         segment_s = seg.span.s_end + 2;
         for (size_t i = 0; i < words.size(); ++i) {
             const int s_end = word_s + int(ids[i].size()) * 2 - 2;
