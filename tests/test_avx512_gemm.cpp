@@ -248,7 +248,7 @@ TEST(Avx512GemvPolicy, Taken_for_one_column_of_host_weights_of_our_types_with_a_
     ggml_free(bctx);
 }
 
-// ---- The panel layout (Q8_0 weights stored at load the way the GEMM unpacks them) ----
+// ---- The panel layout (Q8_0 and BF16 weights stored at load the way the GEMM unpacks them) ----
 
 namespace {
 class PanelLayout : public ::testing::TestWithParam<Shape> {};
@@ -256,7 +256,7 @@ class PanelLayout : public ::testing::TestWithParam<Shape> {};
 
 // ops::matmul over a copy of W converted to the panel layout against ggml_mul_mat over W as the file
 // has it, for one column (the panel GEMV), column tails and the decode batches; and the rows ops::embed
-// reads from it against ggml_get_rows: the same values exactly (d * q either way).
+// reads from it against ggml_get_rows: the same values exactly (d * q, or the BF16 value widened, either way).
 TEST_P(PanelLayout, Products_and_rows_match_the_file_layout) {
     const Shape s = GetParam();
     Operands o(s, uint32_t(s.K * 13 + s.M * 5 + s.N));
@@ -286,7 +286,10 @@ TEST_P(PanelLayout, Products_and_rows_match_the_file_layout) {
 INSTANTIATE_TEST_SUITE_P(Shapes, PanelLayout,
                          ::testing::Values(Shape {Q8, 32, 32, 1, 1}, Shape {Q8, 64, 96, 1, 2}, Shape {Q8, 256, 64, 3, 2},
                                            Shape {Q8, 2048, 1024, 8, 2}, Shape {Q8, 128, 160, 6, 3},
-                                           Shape {Q8, 6144, 64, 1, 2}, Shape {Q8, 1024, 256, 33, 2}));
+                                           Shape {Q8, 6144, 64, 1, 2}, Shape {Q8, 1024, 256, 33, 2},
+                                           Shape {BF, 32, 32, 1, 1}, Shape {BF, 64, 96, 1, 2}, Shape {BF, 256, 64, 3, 2},
+                                           Shape {BF, 2048, 1024, 8, 2}, Shape {BF, 128, 160, 6, 3},
+                                           Shape {BF, 6144, 64, 1, 2}, Shape {BF, 1024, 256, 33, 2}));
 
 // ---- Row shares that follow the threads' speeds (kernels/measured_shares.h) ----
 

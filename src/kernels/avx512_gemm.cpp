@@ -701,6 +701,30 @@ AVX512_TARGET void gemm_stored_q8_0(const Avx512GemmArgs & a, int64_t panel0, in
     }
 }
 
+// BF16 weights in the panel layout: as gemm_stored_q8_0, each tile over a panel's whole rows.
+AVX512_TARGET void gemm_stored_bf16(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
+    using K = DwordKernel<GGML_TYPE_BF16>;
+    const int64_t nb = a.K / K::BLOCK;
+    for (int64_t pi = panel0; pi < panel1; ++pi) {
+        const int64_t   m0    = pi * PANEL_ROWS;
+        const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * K::PANEL_BLOCK;
+        int64_t n0 = 0;
+        for (; n0 + K::TILE_COLS <= a.N; n0 += K::TILE_COLS) {
+            K::tile<K::TILE_COLS>(a, panel, nullptr, m0, n0, 0, nb, false);
+        }
+        tail<K, K::TILE_COLS - 1>(a, panel, nullptr, m0, n0, 0, nb, false);
+    }
+}
+
+// The stored GEMM of A's weight type over panels [panel0, panel1).
+void gemm_stored(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
+    if (a.type == GGML_TYPE_BF16) {
+        gemm_stored_bf16(a, panel0, panel1);
+    } else {
+        gemm_stored_q8_0(a, panel0, panel1);
+    }
+}
+
 // Rows [n0, n1) of the activation data, the share of thread ITH of NTH.
 template <typename Kernel> void prepare(const Avx512GemmArgs & a, int ith, int nth) {
     const int64_t per = (a.N + nth - 1) / nth, n0 = per * ith, n1 = n0 + per < a.N ? n0 + per : a.N;
@@ -754,7 +778,7 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
     if (a.panels) {
         const int64_t panels = a.M / PANEL_ROWS;
-        gemm_stored_q8_0(a, panels * ith / nth, panels * (ith + 1) / nth);
+        gemm_stored(a, panels * ith / nth, panels * (ith + 1) / nth);
         return;
     }
     switch (a.type) {
@@ -768,19 +792,36 @@ void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
 }
 
 bool avx512_panel_layout_takes(ggml_type type, int64_t K, int64_t M) {
-    return type == GGML_TYPE_Q8_0 && cpu_has_avx512_vnni() && K % QK8_0 == 0 && M % PANEL_ROWS == 0 && K <= AVX512_PANEL_MAX_K;
+    const bool shape = K % 32 == 0 && M % PANEL_ROWS == 0 && K <= AVX512_PANEL_MAX_K;
+    switch (type) {
+        case GGML_TYPE_Q8_0: return shape && cpu_has_avx512_vnni();
+        case GGML_TYPE_BF16: return shape && cpu_has_avx512_bf16();
+        default:             return false;
+    }
 }
 
-void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch) {
+void avx512_to_panel_layout(void * data, ggml_type type, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch) {
+    Avx512GemmArgs a;
+    a.type = type;
+    a.w    = scratch;
+    a.K    = K;
+    if (type == GGML_TYPE_BF16) {
+        using Kn = DwordKernel<GGML_TYPE_BF16>;
+        const int64_t nb = K / Kn::BLOCK;
+        a.w_row_bytes = size_t(K) * 2;
+        const size_t panel_bytes = size_t(PANEL_ROWS) * a.w_row_bytes;
+        for (int64_t p = p0; p < p1; ++p) {
+            uint8_t * region = static_cast<uint8_t *>(data) + size_t(p) * panel_bytes;
+            std::memcpy(scratch, region, panel_bytes);
+            Kn::pack_panel(a, 0, 0, nb, region, nullptr);
+        }
+        return;
+    }
     using Kn = Q8_0Kernel;
     const int64_t nb = K / Kn::BLOCK;
     const size_t  row_bytes = size_t(nb) * Q8_0_BYTES, panel_bytes = size_t(PANEL_ROWS) * row_bytes;
     alignas(64) uint8_t scales[Kn::SCALES_BLOCK + 64];
-    Avx512GemmArgs a;
-    a.type        = GGML_TYPE_Q8_0;
-    a.w           = scratch;
     a.w_row_bytes = row_bytes;
-    a.K           = K;
     for (int64_t p = p0; p < p1; ++p) {
         uint8_t * region = static_cast<uint8_t *>(data) + size_t(p) * panel_bytes;
         std::memcpy(scratch, region, panel_bytes);
@@ -794,13 +835,25 @@ void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint
     }
 }
 
-AVX512_TARGET void avx512_panel_rows(const void * w, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth) {
-    using Kn = Q8_0Kernel;
-    const int64_t nb = K / Kn::BLOCK;
+AVX512_TARGET void avx512_panel_rows(const void * w, ggml_type type, int64_t K, const int32_t * ids, int64_t n, float * out,
+                                     int ith, int nth) {
     for (int64_t i = ith; i < n; i += nth) {
-        const int64_t   row  = ids[i], half = row % PANEL_ROWS / 16, lane = row % 16;
+        const int64_t row = ids[i], half = row % PANEL_ROWS / 16, lane = row % 16;
+        float *       dst = out + size_t(i) * size_t(K);
+        if (type == GGML_TYPE_BF16) { // each dword of the row: its two values, 64 bytes per 16 rows apart
+            const uint8_t * base = static_cast<const uint8_t *>(w) + size_t(row / PANEL_ROWS) * size_t(PANEL_ROWS) * size_t(K) * 2;
+            for (int64_t q = 0; q < K / 2; ++q) {
+                uint32_t dword;
+                std::memcpy(&dword, base + (size_t(q) * 2 + size_t(half)) * 64 + size_t(lane) * 4, 4);
+                const uint32_t lo = dword << 16, hi = dword & 0xffff0000u;
+                std::memcpy(dst + 2 * q, &lo, 4);
+                std::memcpy(dst + 2 * q + 1, &hi, 4);
+            }
+            continue;
+        }
+        using Kn = Q8_0Kernel;
+        const int64_t   nb   = K / Kn::BLOCK;
         const uint8_t * base = static_cast<const uint8_t *>(w) + size_t(row / PANEL_ROWS) * size_t(nb) * Kn::STORED_BLOCK;
-        float *         dst  = out + size_t(i) * size_t(K);
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t * blk = base + size_t(b) * Kn::STORED_BLOCK;
             const float     d   = half_to_float(blk + Kn::PANEL_BLOCK + 2 * (row % PANEL_ROWS));
@@ -815,27 +868,36 @@ AVX512_TARGET void avx512_panel_rows(const void * w, int64_t K, const int32_t * 
 }
 
 void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
-    using Kn = Q8_0Kernel;
-    const int64_t nb = g.K / Kn::BLOCK, N = std::min(g.N, AVX512_PANEL_SMALL_N);
+    const int64_t N = std::min(g.N, AVX512_PANEL_SMALL_N);
     // On this thread's stack: a failed allocation could not be reported from inside a ggml op.
-    alignas(64) uint8_t x_blocks[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * Q8_0_BYTES];
-    alignas(64) int32_t aux[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * (Kn::SUMS + 1)];
+    alignas(64) uint8_t x_rows[AVX512_PANEL_SMALL_N * AVX512_PANEL_MAX_K * 2];
     Avx512GemmArgs a;
-    a.type         = GGML_TYPE_Q8_0;
+    a.type         = g.type;
     a.panels       = true;
     a.w            = g.w;
-    a.x            = x_blocks;
-    a.aux          = aux;
-    a.aux_row_ints = size_t(nb) * (Kn::SUMS + 1);
+    a.x            = x_rows;
     a.bias         = g.bias;
     a.y            = g.y;
     a.K            = g.K;
     a.M            = g.M;
     a.N            = N;
-    a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
     a.y_row_floats = N > 1 ? g.y_row_floats : size_t(g.M);
+    if (g.type == GGML_TYPE_BF16) { // the activations rounded to BF16 as ggml's from_float rounds them
+        a.x_row_bytes = size_t(g.K) * 2;
+        for (int64_t n = 0; n < N; ++n) {
+            ggml_get_type_traits_cpu(GGML_TYPE_BF16)->from_float(g.x + size_t(n) * g.x_row_floats, x_rows + size_t(n) * a.x_row_bytes, g.K);
+        }
+        MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored_bf16(a, panel0, panel1); });
+        return;
+    }
+    using Kn = Q8_0Kernel;
+    const int64_t nb = g.K / Kn::BLOCK;
+    alignas(64) int32_t aux[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * (Kn::SUMS + 1)];
+    a.aux          = aux;
+    a.aux_row_ints = size_t(nb) * (Kn::SUMS + 1);
+    a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
     for (int64_t n = 0; n < N; ++n) {
-        ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_blocks + size_t(n) * a.x_row_bytes, g.K);
+        ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_rows + size_t(n) * a.x_row_bytes, g.K);
     }
     Kn::prepare_rows(a, 0, N);
     MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored_q8_0(a, panel0, panel1); });
@@ -844,9 +906,9 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
 #else
 
 bool avx512_panel_layout_takes(ggml_type, int64_t, int64_t) { return false; }
-void avx512_to_panel_layout(void *, int64_t, int64_t, int64_t, uint8_t *) {}
+void avx512_to_panel_layout(void *, ggml_type, int64_t, int64_t, int64_t, uint8_t *) {}
 void avx512_panel_gemv(const Avx512GemvArgs &, int, int) {}
-void avx512_panel_rows(const void *, int64_t, const int32_t *, int64_t, float *, int, int) {}
+void avx512_panel_rows(const void *, ggml_type, int64_t, const int32_t *, int64_t, float *, int, int) {}
 bool avx512_gemm_handles(ggml_type) { return false; }
 int64_t avx512_gemm_aux_ints(ggml_type, int64_t) { return 0; }
 void avx512_gemm_prepare(const Avx512GemmArgs &, int, int) {}

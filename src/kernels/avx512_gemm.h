@@ -34,7 +34,7 @@ int64_t avx512_gemm_row_multiple(ggml_type weight_type);
 struct Avx512GemmArgs {
     ggml_type    type;            // of the weights
     bool         q4_k_x8 = false; // Q4_K weights in ggml's CPU repack layout (8 rows interleaved), not the file's
-    bool         panels  = false; // Q8_0 weights in the panel layout (avx512_to_panel_layout), not the file's
+    bool         panels  = false; // Q8_0 or BF16 weights in the panel layout (avx512_to_panel_layout), not the file's
     const void * w;               // M rows of K values, row stride w_row_bytes (file layout)
     const void * x;               // N rows of K values in the activation type, row stride x_row_bytes
     int32_t *    aux = nullptr;   // N rows of avx512_gemm_aux_ints(type, K): made by avx512_gemm_prepare
@@ -54,21 +54,24 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth);
 // panels; the shares do not overlap, so no barrier is needed. Nothing is allocated.
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth);
 
-// The panel layout: Q8_0 weights stored at load the way the GEMM unpacks them (per 32 rows and block of
-// 32 values: the sign-flipped bytes in the dot products' order, then the 32 rows' F16 scales), in the
-// file layout's own bytes. Decoding several sequences at once is then bound by reading the weights, not
-// by unpacking them for every product. Only these kernels read it.
+// The panel layout: Q8_0 and BF16 weights stored at load the way the GEMM unpacks them (per 32 rows:
+// Q8_0 per block of 32 values, the sign-flipped bytes in the dot products' order, then the 32 rows' F16
+// scales; BF16 per dword of 2 values, that dword of rows 0-15 then of rows 16-31), in the file layout's
+// own bytes. The products then read the weights once and unpack nothing (decoding several sequences at
+// once is bound by reading the weights, and BF16's unpacking cost a sixth of its encoder). Only these
+// kernels read it.
 constexpr int64_t AVX512_PANEL_MAX_K = 16384;
 // Whether weights of TYPE, K x M, can be stored so on this CPU.
 bool avx512_panel_layout_takes(ggml_type type, int64_t K, int64_t M);
-// Converts panels [p0, p1) (rows 32 p0 .. 32 p1) of the Q8_0 weights at DATA, in place; SCRATCH holds
+// Converts panels [p0, p1) (rows 32 p0 .. 32 p1) of the weights of TYPE at DATA, in place; SCRATCH holds
 // one panel's bytes (32 rows of K values).
-void avx512_to_panel_layout(void * data, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch);
-// Rows IDS[0..n) of Q8_0 weights in the panel layout, dequantized as ggml's get_rows does (d * q), into
+void avx512_to_panel_layout(void * data, ggml_type type, int64_t K, int64_t p0, int64_t p1, uint8_t * scratch);
+// Rows IDS[0..n) of weights of TYPE in the panel layout, dequantized (widened) as ggml's get_rows does, into
 // OUT (n rows of K floats); thread ITH of NTH does its share of the rows.
-void avx512_panel_rows(const void * w, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth);
+void avx512_panel_rows(const void * w, ggml_type type, int64_t K, const int32_t * ids, int64_t n, float * out, int ith, int nth);
 // Products of weights in the panel layout with up to AVX512_PANEL_SMALL_N columns of F32 x (decode:
-// a column per sequence), each thread quantizing x itself (as avx512_gemv): one op, no passes before it.
+// a column per sequence), each thread bringing x to the activation type itself (as avx512_gemv): one op,
+// no passes before it.
 constexpr int64_t AVX512_PANEL_SMALL_N = 8;
 void avx512_panel_gemv(const Avx512GemvArgs & a, int ith, int nth);
 

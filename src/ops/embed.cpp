@@ -11,7 +11,7 @@ namespace {
 void run_rows(ggml_tensor * dst, int ith, int nth, void * weight) {
     const auto * w   = static_cast<const ggml_tensor *>(weight);
     const ggml_tensor * ids = dst->src[0];
-    avx512_panel_rows(w->data, w->ne[0], static_cast<const int32_t *>(ids->data), ggml_nelements(ids),
+    avx512_panel_rows(w->data, w->type, w->ne[0], static_cast<const int32_t *>(ids->data), ggml_nelements(ids),
                       static_cast<float *>(dst->data), ith, nth);
 }
 } // namespace

@@ -154,7 +154,7 @@ void to_panel_layout(ggml_tensor * w, int n_threads) {
     const size_t  panel_bytes = ggml_row_size(w->type, w->ne[0]) * 32;
     std::vector<uint8_t> scratch(panel_bytes * size_t(n_threads)); // before the threads: they allocate nothing
     parallel_for(n_threads, [&](int t) {
-        avx512_to_panel_layout(w->data, w->ne[0], panels * t / n_threads, panels * (t + 1) / n_threads,
+        avx512_to_panel_layout(w->data, w->type, w->ne[0], panels * t / n_threads, panels * (t + 1) / n_threads,
                                scratch.data() + panel_bytes * size_t(t));
     });
     w->extra = const_cast<char *>(&kPanelLayout);
