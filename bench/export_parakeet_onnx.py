@@ -5,8 +5,9 @@ the onnxruntime peers of our encoder in bench/parakeet_onnx_compare.sh.
   PYTHONPATH=/tmp/nemo:scripts/nemo_reference /usr/bin/python3 bench/export_parakeet_onnx.py \
       --nemo MODEL.nemo --out DIR [--nemo-src /tmp/nemo]
 
-Writes DIR/encoder-fp32.onnx (NeMo's Exportable.export of the ConformerEncoder built from the archive's
-config and weights: torch.onnx.export, opset 17, NeMo's dynamic axes; past 2 GB the weights go to external
+Writes DIR/encoder-fp32.onnx and, for a transducer, DIR/decoder_joint-fp32.onnx (with decoder_joint.json:
+blank id, TDT durations, prediction net size, max_symbols) (NeMo's Exportable.export of the ConformerEncoder and of
+RNNTDecoderJoint, as EncDecRNNTModel.export writes them, built from the archive's config and weights: torch.onnx.export, opset 17, NeMo's dynamic axes; past 2 GB the weights go to external
 files beside it), DIR/encoder-int8.onnx: the graph onnxruntime's quantize_dynamic makes with its defaults
 (onnxruntime/python/tools/quantization: every MatMul and Conv with a constant weight (quantize_dynamic sets
 MatMulConstBOnly: attention's products of two activations stay float) reads its input through a
@@ -24,6 +25,7 @@ NeMo's model class pulls in its training stack; the encoder module it exports is
 __init__ builds it (scripts/nemo_reference/nemo_imports.py makes the imports resolvable)."""
 import argparse
 import io
+import json
 import os
 import sys
 import tarfile
@@ -33,21 +35,40 @@ import numpy as np
 
 
 def export_fp32(nemo: str, out: Path, nemo_src: str) -> Path:
+    """The encoder and, for a transducer, the decoder+joint, as EncDecRNNTModel.export writes them (the
+    encoder's and RNNTDecoderJoint's own Exportable.export)."""
     import nemo_imports
     nemo_imports.hollow_packages(nemo_src)
     import torch
     import yaml
     from nemo.collections.asr.modules.conformer_encoder import ConformerEncoder
+    from nemo.collections.asr.modules.rnnt import RNNTDecoder, RNNTDecoderJoint, RNNTJoint
 
     with tarfile.open(nemo) as tar:
         cfg = yaml.safe_load(tar.extractfile("./model_config.yaml").read())
         state = torch.load(io.BytesIO(tar.extractfile("./model_weights.ckpt").read()), map_location="cpu")
-    enc = ConformerEncoder(**{k: v for k, v in cfg["encoder"].items() if k != "_target_"})
-    enc.load_state_dict({k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}, strict=True)
-    del state
+    strip = lambda d: {k: v for k, v in d.items() if k != "_target_"}
+    part = lambda prefix: {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    enc = ConformerEncoder(**strip(cfg["encoder"]))
+    enc.load_state_dict(part("encoder."), strict=True)
     enc.eval()
     path = out / "encoder-fp32.onnx"
     enc.export(str(path))  # Exportable.export: its input example, dynamic axes and opset 17
+    del enc
+    if "joint" in cfg:
+        dec, joint = RNNTDecoder(**strip(cfg["decoder"])), RNNTJoint(**strip(cfg["joint"]))
+        dec.load_state_dict(part("decoder."), strict=True)
+        joint.load_state_dict(part("joint."), strict=True)
+        dec_joint = RNNTDecoderJoint(dec, joint)
+        dec_joint.eval()
+        dec_joint.export(str(out / "decoder_joint-fp32.onnx"))
+        durations = cfg.get("model_defaults", {}).get("tdt_durations") or []
+        prednet = cfg["decoder"]["prednet"]
+        (out / "decoder_joint.json").write_text(json.dumps({"blank": int(cfg["joint"]["num_classes"]),
+                                                           "durations": list(durations),
+                                                           "pred_hidden": int(prednet["pred_hidden"]),
+                                                           "pred_layers": int(prednet["pred_rnn_layers"]),
+                                                           "max_symbols": int(cfg["decoding"]["greedy"].get("max_symbols", 10))}))
     return path
 
 
@@ -133,6 +154,8 @@ def main() -> int:
     fp32 = out / "encoder-fp32.onnx" if a.int8_only else export_fp32(a.nemo, out, a.nemo_src)
     quantize_dynamic_int8(fp32, out / "encoder-int8.onnx", ("MatMul", "Conv"))
     quantize_dynamic_int8(fp32, out / "encoder-int8-matmul.onnx", ("MatMul",))
+    if (out / "decoder_joint-fp32.onnx").exists():  # its LSTMs stay float (DynamicQuantizeLSTM is not built here)
+        quantize_dynamic_int8(out / "decoder_joint-fp32.onnx", out / "decoder_joint-int8.onnx", ("MatMul",))
     return 0
 
 

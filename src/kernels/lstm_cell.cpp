@@ -2,8 +2,11 @@
 
 #include <cmath>
 
-// The roundings of ggml's separate ops: no product fused into a sum.
+// The roundings of ggml's separate ops: no product fused into a sum (GCC contracts across statements;
+// clang only within one expression, which the cell never writes).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace transcribe {
 
