@@ -670,58 +670,52 @@ AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
     }
 }
 
-// The last N % TILE_COLS columns over Q8_0 weights in the panel layout.
-template <int NR>
-AVX512_TARGET void tail_stored(const Avx512GemmArgs & a, const uint8_t * panel, int64_t m0, int64_t n0, int64_t b0,
-                               int64_t b1, bool accumulate) {
-    if constexpr (NR > 0) {
-        if (a.N - n0 == NR) {
-            Q8_0Kernel::tile<NR, true>(a, panel, nullptr, m0, n0, b0, b1, accumulate);
-        } else {
-            tail_stored<NR - 1>(a, panel, m0, n0, b0, b1, accumulate);
-        }
+// Weights stored in the panel layout, as the tiles of gemm_stored read them: each 32-row panel's blocks
+// back to back, BLOCK_BYTES apart (Q8_0: the unpacked bytes and the rows' scales; BF16: the unpacked dwords).
+struct StoredQ8_0 {
+    static constexpr int    TILE_COLS   = Q8_0Kernel::TILE_COLS;
+    static constexpr int    BLOCK       = Q8_0Kernel::BLOCK;
+    static constexpr size_t BLOCK_BYTES = Q8_0Kernel::STORED_BLOCK;
+    template <int NR> TILE_INLINE static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t *, int64_t m0,
+                                                   int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+        Q8_0Kernel::tile<NR, true>(a, panel, nullptr, m0, n0, b0, b1, accumulate);
     }
-}
+};
 
-// Q8_0 weights in the panel layout: nothing to unpack, so the weights stream through the tiles at the
-// speed memory gives them. Each thread takes a contiguous share of the panels (one stream of bytes
-// that the hardware prefetcher follows; software prefetches only got in its way), and each tile runs
-// a panel's whole rows, which the next tile re-reads from L2.
-AVX512_TARGET void gemm_stored_q8_0(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
-    using K = Q8_0Kernel;
-    const int64_t nb = a.K / K::BLOCK;
+struct StoredBf16 {
+    using Kernel = DwordKernel<GGML_TYPE_BF16>;
+    static constexpr int    TILE_COLS   = Kernel::TILE_COLS;
+    static constexpr int    BLOCK       = Kernel::BLOCK;
+    static constexpr size_t BLOCK_BYTES = Kernel::PANEL_BLOCK;
+    template <int NR> TILE_INLINE static void tile(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t *, int64_t m0,
+                                                   int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+        Kernel::tile<NR>(a, panel, nullptr, m0, n0, b0, b1, accumulate);
+    }
+};
+
+// Weights in the panel layout: nothing to unpack, so the weights stream through the tiles at the speed
+// memory gives them. Each thread takes a contiguous share of the panels (one stream of bytes that the
+// hardware prefetcher follows; software prefetches only got in its way), and each tile runs a panel's
+// whole rows, which the next tile re-reads from L2.
+template <typename Stored> AVX512_TARGET void gemm_stored_panels(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
+    const int64_t nb = a.K / Stored::BLOCK;
     for (int64_t pi = panel0; pi < panel1; ++pi) {
         const int64_t   m0    = pi * PANEL_ROWS;
-        const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * K::STORED_BLOCK;
+        const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * Stored::BLOCK_BYTES;
         int64_t n0 = 0;
-        for (; n0 + K::TILE_COLS <= a.N; n0 += K::TILE_COLS) {
-            K::tile<K::TILE_COLS, true>(a, panel, nullptr, m0, n0, 0, nb, false);
+        for (; n0 + Stored::TILE_COLS <= a.N; n0 += Stored::TILE_COLS) {
+            Stored::template tile<Stored::TILE_COLS>(a, panel, nullptr, m0, n0, 0, nb, false);
         }
-        tail_stored<K::TILE_COLS - 1>(a, panel, m0, n0, 0, nb, false);
+        tail<Stored, Stored::TILE_COLS - 1>(a, panel, nullptr, m0, n0, 0, nb, false);
     }
 }
 
-// BF16 weights in the panel layout: as gemm_stored_q8_0, each tile over a panel's whole rows.
-AVX512_TARGET void gemm_stored_bf16(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
-    using K = DwordKernel<GGML_TYPE_BF16>;
-    const int64_t nb = a.K / K::BLOCK;
-    for (int64_t pi = panel0; pi < panel1; ++pi) {
-        const int64_t   m0    = pi * PANEL_ROWS;
-        const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * K::PANEL_BLOCK;
-        int64_t n0 = 0;
-        for (; n0 + K::TILE_COLS <= a.N; n0 += K::TILE_COLS) {
-            K::tile<K::TILE_COLS>(a, panel, nullptr, m0, n0, 0, nb, false);
-        }
-        tail<K, K::TILE_COLS - 1>(a, panel, nullptr, m0, n0, 0, nb, false);
-    }
-}
-
-// The stored GEMM of A's weight type over panels [panel0, panel1).
+// The stored GEMM of A's weight type (Q8_0 or BF16) over panels [panel0, panel1).
 void gemm_stored(const Avx512GemmArgs & a, int64_t panel0, int64_t panel1) {
     if (a.type == GGML_TYPE_BF16) {
-        gemm_stored_bf16(a, panel0, panel1);
+        gemm_stored_panels<StoredBf16>(a, panel0, panel1);
     } else {
-        gemm_stored_q8_0(a, panel0, panel1);
+        gemm_stored_panels<StoredQ8_0>(a, panel0, panel1);
     }
 }
 
@@ -871,6 +865,7 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
     const int64_t N = std::min(g.N, AVX512_PANEL_SMALL_N);
     // On this thread's stack: a failed allocation could not be reported from inside a ggml op.
     alignas(64) uint8_t x_rows[AVX512_PANEL_SMALL_N * AVX512_PANEL_MAX_K * 2];
+    alignas(64) int32_t aux[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * (Q8_0Kernel::SUMS + 1)];
     Avx512GemmArgs a;
     a.type         = g.type;
     a.panels       = true;
@@ -887,20 +882,18 @@ void avx512_panel_gemv(const Avx512GemvArgs & g, int ith, int nth) {
         for (int64_t n = 0; n < N; ++n) {
             ggml_get_type_traits_cpu(GGML_TYPE_BF16)->from_float(g.x + size_t(n) * g.x_row_floats, x_rows + size_t(n) * a.x_row_bytes, g.K);
         }
-        MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored_bf16(a, panel0, panel1); });
-        return;
+    } else { // quantized as ggml's from_float quantizes them, with the per-block data the tiles read
+        using Kn = Q8_0Kernel;
+        const int64_t nb = g.K / Kn::BLOCK;
+        a.aux          = aux;
+        a.aux_row_ints = size_t(nb) * (Kn::SUMS + 1);
+        a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
+        for (int64_t n = 0; n < N; ++n) {
+            ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_rows + size_t(n) * a.x_row_bytes, g.K);
+        }
+        Kn::prepare_rows(a, 0, N);
     }
-    using Kn = Q8_0Kernel;
-    const int64_t nb = g.K / Kn::BLOCK;
-    alignas(64) int32_t aux[AVX512_PANEL_SMALL_N * (AVX512_PANEL_MAX_K / QK8_0) * (Kn::SUMS + 1)];
-    a.aux          = aux;
-    a.aux_row_ints = size_t(nb) * (Kn::SUMS + 1);
-    a.x_row_bytes  = size_t(nb) * Q8_0_BYTES;
-    for (int64_t n = 0; n < N; ++n) {
-        ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(g.x + size_t(n) * g.x_row_floats, x_rows + size_t(n) * a.x_row_bytes, g.K);
-    }
-    Kn::prepare_rows(a, 0, N);
-    MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored_q8_0(a, panel0, panel1); });
+    MeasuredShares(g.shares, nth).run(ith, g.M / PANEL_ROWS, [&](int64_t panel0, int64_t panel1) { gemm_stored(a, panel0, panel1); });
 }
 
 #else
