@@ -72,7 +72,11 @@ std::unique_ptr<Graph> Transducer::build_joint() const {
 }
 
 TransducerState::TransducerState(const Transducer & model, Executor & exec)
-    : model_(model), exec_(exec), predict_(model.build_predict()), joint_(model.build_joint()) {}
+    : model_(model), exec_(exec), predict_(model.build_predict()), joint_(model.build_joint()) {
+    for (int l = 0; l < model_.hparams().pred_layers; ++l) { // looked up once: a step allocates nothing
+        state_out_.push_back({predict_->get(state_output("h_out", l).c_str()), predict_->get(state_output("c_out", l).c_str())});
+    }
+}
 
 void TransducerState::start() {
     const size_t n = size_t(model_.hparams().pred_hidden) * size_t(model_.hparams().pred_layers);
@@ -89,9 +93,9 @@ void TransducerState::predict(int32_t token) {
         tensor_set(g.get("c_in"), c_);
     });
     const size_t P = size_t(model_.hparams().pred_hidden);
-    for (int l = 0; l < model_.hparams().pred_layers; ++l) {
-        ggml_backend_tensor_get(g.get(state_output("h_out", l).c_str()), h_.data() + size_t(l) * P, 0, P * sizeof(float));
-        ggml_backend_tensor_get(g.get(state_output("c_out", l).c_str()), c_.data() + size_t(l) * P, 0, P * sizeof(float));
+    for (size_t l = 0; l < state_out_.size(); ++l) {
+        ggml_backend_tensor_get(state_out_[l].first, h_.data() + l * P, 0, P * sizeof(float));
+        ggml_backend_tensor_get(state_out_[l].second, c_.data() + l * P, 0, P * sizeof(float));
     }
     tensor_get_f32(g.get("pred_out"), pred_out_);
     tensor_get_f32(g.get("pred_proj"), pred_proj_);

@@ -9,6 +9,7 @@
 #include "engine/session_base.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace transcribe {
@@ -73,6 +74,7 @@ private:
     const Transducer &     model_;
     Executor &             exec_;
     std::unique_ptr<Graph> predict_, joint_;
+    std::vector<std::pair<ggml_tensor *, ggml_tensor *>> state_out_; // each layer's h and c outputs of predict_
     std::vector<float>     h_, c_, pred_out_, pred_proj_, joint_in_, logits_;
 };
 

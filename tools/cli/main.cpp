@@ -135,9 +135,8 @@ int main(int argc, char ** argv) {
         transcribe_model_free(model);
         return die(align_error);
     }
-    if (aligner) { // the aligner times every transcript's words
-        info.word_timestamps  = true;
-        info.timestamp_prompt = false;
+    if (aligner) {
+        AlignOption::times_words(info);
     }
     if (timestamps_name == "word" && !info.word_timestamps && !info.timestamp_prompt) {
         const std::string message = "--timestamps word: model " + std::string(info.name) + " (" + info.architecture +

@@ -47,6 +47,13 @@ struct AlignOption {
         }
         return true;
     }
+
+    // What a tool tells of its model once an aligner is loaded: every transcript's words are timed (by the
+    // aligner, with no timestamp prompt to ask for them).
+    static void times_words(transcribe_model_info & info) {
+        info.word_timestamps  = true;
+        info.timestamp_prompt = false;
+    }
 };
 
 } // namespace transcribe_tools

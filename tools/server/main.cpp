@@ -3,8 +3,8 @@
 
 #include "server.h"
 
-#include "../common/diarize_option.h"
 #include "../common/align_option.h"
+#include "../common/diarize_option.h"
 #include "../common/draft_option.h"
 #include "../common/model_options.h"
 #include "../common/vad_options.h"
@@ -115,10 +115,9 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "transcribe-server: error: %s\n", load_error.c_str());
         return 1;
     }
-    if (aligner) { // the aligner times every transcript's words, whatever the model
-        st.aligner                = aligner.get();
-        st.info.word_timestamps  = true;
-        st.info.timestamp_prompt = false;
+    if (aligner) {
+        st.aligner = aligner.get();
+        transcribe_tools::AlignOption::times_words(st.info);
     }
     transcribe_run_params diarize_rp = transcribe_run_params_init();
     transcribe_diarizer * loaded_diarizer = nullptr;
