@@ -1,7 +1,7 @@
 // CTC forced alignment against NeMo Forced Aligner (tests/fixtures/parakeet-ctc-alignment: NeMo's
 // get_utt_obj, viterbi_decoding and add_t_start_end_to_utt_obj on parakeet-ctc-tiny's golden
 // log-probabilities): the chain, every frame's state, every segment's and word's frames; by hand: the
-// skip rule and ties.
+// skip rule and ties, the unknown mark's splitting.
 #include "core/npy.h"
 #include "decoding/ctc_forced_alignment.h"
 #include "engine/family.h"
@@ -12,6 +12,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 
 using namespace transcribe;
 
@@ -80,4 +82,63 @@ TEST(CtcAlignment, A_repeated_token_keeps_its_blank_and_ties_go_to_the_earlier_m
     // ties the final blank and the first of the last two states wins. NeMo's path: a b b.
     const std::vector<float> flat(9, std::log(1.0f / 3));
     EXPECT_EQ(ctc_viterbi(flat.data(), 3, 3, ab), (std::vector<int> {1, 3, 3}));
+}
+
+namespace {
+// A hand-made tokenizer: a word starts with the piece 3 ("▁", as SentencePiece's do), then a = 0, b = 1,
+// anything else the unknown id 2, whose text is UNK_TEXT.
+class LetterTokenizer : public Tokenizer {
+public:
+    explicit LetterTokenizer(std::string unk_text) : unk_text_(std::move(unk_text)) {}
+    std::vector<int32_t> encode(const std::string & text) const override {
+        std::vector<int32_t> ids;
+        bool word_start = true;
+        for (char ch : text) {
+            if (ch == ' ') {
+                word_start = true;
+                continue;
+            }
+            if (word_start) {
+                ids.push_back(3);
+                word_start = false;
+            }
+            ids.push_back(ch == 'a' ? 0 : ch == 'b' ? 1 : 2);
+        }
+        return ids;
+    }
+    std::string decode_bytes(const std::vector<int32_t> & ids) const override {
+        std::string s;
+        for (int32_t id : ids) {
+            s += id == 0 ? "a" : id == 1 ? "b" : id == 3 ? " " : unk_text_;
+        }
+        return s;
+    }
+    std::string piece(int32_t id) const override { return decode_bytes({id}); }
+    int  n_vocab() const override { return 4; }
+    bool is_control(int32_t) const override { return false; }
+    int32_t unknown_id() const override { return 2; }
+
+private:
+    std::string unk_text_;
+};
+} // namespace
+
+// By hand, from get_utt_obj's code: UNK_WORD is the unknown id's text, stripped ("?" here). The word "?b"
+// is split at it: tokens("") + [unk] + tokens("b") = 2 3 1 (not 3 2 1, its plain tokenization); the segment
+// "a ?b" counts tokens("a") + tokens("b") + one per mark = 5 tokens, so it ends at state 1 + 5 * 2 - 2 = 9.
+// An unknown id whose text is empty marks nothing (Python's split("") would raise): plain tokenization.
+TEST(CtcAlignment, The_unknown_mark_splits_words_as_get_utt_obj_does) {
+    const int32_t blank = 4;
+    const AlignmentChain marked = alignment_chain("a ?b", LetterTokenizer(" ? "), blank, 20);
+    EXPECT_EQ(marked.states, (std::vector<int32_t> {4, 3, 4, 0, 4, 2, 4, 3, 4, 1, 4}));
+    ASSERT_EQ(marked.segments.size(), 1u);
+    EXPECT_EQ(marked.segments[0].span.s_start, 1);
+    EXPECT_EQ(marked.segments[0].span.s_end, 9);
+    ASSERT_EQ(marked.segments[0].words.size(), 2u);
+    EXPECT_EQ(marked.segments[0].words[1].text, "?b");
+    EXPECT_EQ(marked.segments[0].words[1].s_start, 5);
+    EXPECT_EQ(marked.segments[0].words[1].s_end, 9);
+    const AlignmentChain unmarked = alignment_chain("a ?b", LetterTokenizer(""), blank, 20);
+    EXPECT_EQ(unmarked.states, (std::vector<int32_t> {4, 3, 4, 0, 4, 3, 4, 2, 4, 1, 4}));
+    EXPECT_EQ(unmarked.segments[0].span.s_end, 9);
 }
