@@ -106,6 +106,7 @@ typedef struct transcribe_model_info {
     bool         transducer_head;  /* transcribe_run_params.decoder_type TRANSDUCER runs (Parakeet TDT, a hybrid) */
     bool         ctc_head;         /* transcribe_run_params.decoder_type CTC runs (Parakeet CTC, a hybrid) */
     bool         hotwords;         /* transcribe_run_params.hotwords boost its greedy decoding (Parakeet) */
+    bool         text_prompt;      /* transcribe_run_params.prompt is read as context (Canary-Qwen) */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -371,6 +372,13 @@ typedef struct transcribe_run_params {
      * the aligner's frame times. A recording within the aligner's window is aligned whole, a longer one
      * segment by segment. NULL: none. INVALID_ARG for a model without a CTC head. */
     transcribe_model *        aligner;
+    /* Context for models whose info says text_prompt (appended; Canary-Qwen): UTF-8 text the chat prompt's
+     * user turn carries before the model's instruction, as NeMo's SALM joins a conversation's consecutive
+     * user turns (with a space), e.g. names or earlier words of the conversation: OpenAI's `prompt`.
+     * Normalized to NFC as the model's Qwen tokenizer does; special tokens are never parsed from it. Every
+     * piece of a long recording gets it. NULL or "": none. INVALID_ARG for a model without a text prompt, or
+     * text that is not UTF-8; INPUT_TOO_LONG where it does not fit the context with the audio. */
+    const char *              prompt;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

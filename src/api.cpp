@@ -195,6 +195,7 @@ RecordingRequest run_request(const transcribe_run_params * p) {
         }
     }
     r.options.hotword_weight  = p->hotword_weight;
+    r.options.prompt          = p->prompt ? p->prompt : "";
     if (p->aligner) {
         r.aligner    = p->aligner->impl.get();
         r.aligner_id = p->aligner->serial;
@@ -389,6 +390,7 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->transducer_head  = i.transducer_head;
         out->ctc_head         = i.ctc_head;
         out->hotwords         = i.hotwords;
+        out->text_prompt      = i.text_prompt;
         return TRANSCRIBE_OK;
     });
 }
@@ -548,6 +550,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.hotwords        = nullptr;
     p.hotword_weight  = 1.0f;
     p.aligner         = nullptr;
+    p.prompt          = nullptr;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

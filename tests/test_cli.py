@@ -101,6 +101,18 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"hotwords", r.stderr)
 
+    def test_prompt_is_context_for_canary_qwen_and_refused_elsewhere(self):
+        """--prompt reaches Canary-Qwen's chat prompt (where: tests/test_canary_qwen_prompt.cpp): other ids
+        than the reference's without one; a model without a text prompt (Parakeet) is one clear line."""
+        golden = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())[:8]
+        plain = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "8", "--json", JFK)
+        prompted = cli("-m", F32, "--kv-type", "f32", "--max-new-tokens", "8", "--json", "--prompt", "Names: Kennedy", JFK)
+        self.assertEqual(json.loads(plain.stdout)["tokens"], golden)
+        self.assertNotEqual(json.loads(prompted.stdout)["tokens"], golden)
+        r = cli("-m", PARAKEET, "--prompt", "Kennedy", JFK)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"takes no text prompt", r.stderr)
+
     def test_align_with_a_ctc_model_gives_nfas_words_and_segments(self):
         """--align-with parakeet-ctc-tiny: parakeet-tdt-tiny's transcript of each clip placed as NeMo Forced
         Aligner places it (the parakeet-ctc-alignment goldens: every word's and segment's times); Canary-Qwen's

@@ -485,7 +485,8 @@ class WordTimestampsTest(unittest.TestCase):
         hyp = json.loads((PARAKEET_FIXTURE / "golden" / "jfk" / "hypothesis.json").read_text())
         server = Server(model=PARAKEET_MODEL)
         try:
-            code, _, body = transcribe(server.base, JFK, response_format="verbose_json",
+            # OpenAI's prompt is accepted and ignored by a model without a text prompt (Whisper clients send one).
+            code, _, body = transcribe(server.base, JFK, response_format="verbose_json", prompt="Kennedy",
                                        extra_fields=[("timestamp_granularities[]", "word"),
                                                      ("timestamp_granularities[]", "segment")])
             self.assertEqual(code, 200, body)
@@ -729,8 +730,7 @@ class ServerTest(unittest.TestCase):
         for ext in ("wav", "flac", "mp3"):
             data = (AUDIO / f"jfk.{ext}").read_bytes() if ext != "wav" else JFK
             status, ctype, body = transcribe(self.server.base, data, f"jfk.{ext}", model="whisper-1",
-                                             response_format="verbose_json", language="en", prompt="ignored",
-                                             temperature="0")
+                                             response_format="verbose_json", language="en", temperature="0")
             self.assertEqual(status, 200, body)
             j = json.loads(body)
             self.assertEqual(j["task"], "transcribe")
@@ -753,6 +753,27 @@ class ServerTest(unittest.TestCase):
         status, ctype, body = transcribe(self.server.base, JFK, response_format="vtt")
         self.assertTrue(body.decode().startswith("WEBVTT\n\n00:00:00."))
         self.assertTrue(ctype.startswith("text/vtt"))
+
+    def test_prompt_is_context_for_canary_qwen(self):
+        """OpenAI's prompt reaches Canary-Qwen's chat prompt (tests/test_canary_qwen_prompt.cpp checks where):
+        the same ids for the same prompt, other ids than without one; text that is not UTF-8, or too long for
+        the decoder's context, is a 400 naming it."""
+        golden = json.loads((FIXTURE / "golden" / "jfk" / "greedy_ids.json").read_text())[:8]
+        runs = []
+        for _ in range(2):
+            status, _, body = transcribe(self.server.base, JFK, response_format="verbose_json", prompt="Names: Kennedy")
+            self.assertEqual(status, 200, body)
+            runs.append(json.loads(body)["segments"][0]["tokens"])
+        self.assertEqual(runs[0], runs[1])
+        self.assertNotEqual(runs[0], golden)
+        body, ctype = multipart([("prompt", "caf\xc3")], {"file": ("a.wav", JFK)})
+        body = body.replace("caf\xc3".encode("utf-8"), b"caf\xc3")
+        status, _, body = request(self.server.base, "/v1/audio/transcriptions", body, ctype)
+        self.assertEqual(status, 400, body)
+        self.assertIn("prompt", json.loads(body)["error"]["message"])
+        status, _, body = transcribe(self.server.base, JFK, prompt=" word" * 1000)
+        self.assertEqual(status, 400, body)
+        self.assertIn("exceed the context", json.loads(body)["error"]["message"])
 
     def assert_error(self, result, code):
         status, ctype, body = result

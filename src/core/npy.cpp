@@ -96,4 +96,20 @@ void dump_f32(const char * name, const std::vector<float> & data, const std::vec
     npy_write_f32(std::string(std::getenv("TRANSCRIBE_DUMP_DIR")) + "/" + name + ".npy", data.data(), shape);
 }
 
+void dump_ids(const char * name, const std::vector<int32_t> & ids) {
+    if (!dump_enabled()) {
+        return;
+    }
+    const std::string path = std::string(std::getenv("TRANSCRIBE_DUMP_DIR")) + "/" + name + ".json";
+    std::ofstream f(path);
+    f << '[';
+    for (size_t i = 0; i < ids.size(); ++i) {
+        f << (i ? ", " : "") << ids[i];
+    }
+    f << "]\n";
+    if (!f) {
+        fail(TRANSCRIBE_ERR_FILE_READ, "cannot write %s", path.c_str());
+    }
+}
+
 } // namespace transcribe

@@ -19,5 +19,7 @@ NpyArray npy_read(const std::string & path);
 // Writes name.npy under $TRANSCRIBE_DUMP_DIR when that variable is set.
 bool dump_enabled();
 void dump_f32(const char * name, const std::vector<float> & data, const std::vector<int64_t> & shape);
+// Writes name.json (a list of ids) under $TRANSCRIBE_DUMP_DIR when that variable is set.
+void dump_ids(const char * name, const std::vector<int32_t> & ids);
 
 } // namespace transcribe

@@ -6,6 +6,10 @@
 #include "model_file.h"
 #include "sentencepiece_tokenizer.h"
 
+#include <utf8proc.h>
+
+#include <cstdlib>
+
 namespace transcribe {
 
 std::unique_ptr<Tokenizer> Tokenizer::from_file(const ModelFile & file) {
@@ -24,6 +28,18 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const ModelFile & file) {
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t> & ids) const { return utf8_sanitize(decode_bytes(ids)); }
+
+std::string utf8_nfc(const std::string & s, const char * what) {
+    utf8proc_uint8_t * mapped = nullptr;
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()), utf8proc_ssize_t(s.size()),
+                                            &mapped, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "%s is not UTF-8 (%s)", what, utf8proc_errmsg(n));
+    }
+    std::string out(reinterpret_cast<const char *>(mapped), size_t(n));
+    std::free(mapped);
+    return out;
+}
 
 std::string strip_whitespace(const std::string & s) {
     const char * ws = " \t\n\r\f\v";

@@ -33,6 +33,10 @@ public:
 // Replaces invalid UTF-8 sequences by U+FFFD (one per maximal invalid subpart, as Python does).
 std::string utf8_sanitize(const std::string & s);
 
+// S in Unicode Normalization Form C (what the Qwen tokenizer does to text before it splits it);
+// INVALID_ARG (naming WHAT) where S is not UTF-8.
+std::string utf8_nfc(const std::string & s, const char * what);
+
 // S without leading and trailing ASCII whitespace (Python's str.strip() on the texts NeMo strips).
 std::string strip_whitespace(const std::string & s);
 

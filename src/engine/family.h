@@ -49,6 +49,8 @@ struct RunOptions {
     // decoding, each token's logit raised by hotword_weight x its boost (NeMo's boosting_tree_alpha).
     std::vector<std::string> hotwords;
     float                    hotword_weight = 1.0f;
+    // Context for the chat prompt (models whose info says text_prompt): text before the instruction.
+    std::string prompt;
     // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;
@@ -155,6 +157,7 @@ struct ModelInfo {
     bool transducer_head  = false;       // RunOptions::decoder_type Transducer runs (Parakeet TDT, a hybrid)
     bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
     bool hotwords         = false;       // RunOptions::hotwords boost its greedy decoding (Parakeet)
+    bool text_prompt      = false;       // RunOptions::prompt is read as context (Canary-Qwen)
     int  frame_ms         = 0;           // its output frames' duration (frame-level heads: Parakeet), else 0
 };
 

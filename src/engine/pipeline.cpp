@@ -76,6 +76,10 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
         fail(TRANSCRIBE_ERR_INVALID_ARG, "hotwords: model %s (%s) does not take them (Parakeet models do)", info.name.c_str(),
              info.architecture.c_str());
     }
+    if (!o.prompt.empty() && !info.text_prompt) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "prompt: model %s (%s) takes no text prompt (Canary-Qwen does)", info.name.c_str(),
+             info.architecture.c_str());
+    }
     if (!std::isfinite(o.hotword_weight) || o.hotword_weight < 0) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "hotword weight %g: must be a finite number >= 0", double(o.hotword_weight));
     }

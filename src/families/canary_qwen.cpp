@@ -46,6 +46,7 @@ public:
         prefix_  = file_->get_i32_array(a + "prompt_prefix");
         suffix_  = file_->get_i32_array(a + "prompt_suffix");
         eos_id_  = int32_t(file_->get_u32(a + "eos_token_id"));
+        audio_id_ = int32_t(file_->get_u32(a + "audio_token_id"));
         for (int32_t id : prefix_) {
             check_id(id);
         }
@@ -53,11 +54,13 @@ public:
             check_id(id);
         }
         check_id(eos_id_);
+        check_id(audio_id_);
         tokenizer_ = Tokenizer::from_file(*file_);
         if (tokenizer_->n_vocab() > lm_hp_.vocab) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: tokenizer has %d tokens, embedding %d", file_->path().c_str(),
                  tokenizer_->n_vocab(), lm_hp_.vocab);
         }
+        read_user_turn();
         info_.architecture = "canary_qwen";
         info_.token_budget = true;
         info_.speculative  = true;
@@ -75,6 +78,35 @@ public:
         return std::make_unique<CanaryQwenSession>(*this, options);
     }
 
+    // The user turn's text after <|im_start|> ("user\n" + the instruction), where the prefix is exactly that
+    // text tokenized; only then can a context be set into it.
+    void read_user_turn() {
+        if (prefix_.size() < 2 || !tokenizer_->is_control(prefix_[0])) {
+            return;
+        }
+        const std::vector<int32_t> text_ids(prefix_.begin() + 1, prefix_.end());
+        const std::string turn = tokenizer_->decode_bytes(text_ids);
+        const size_t role_end = turn.find('\n');
+        if (role_end == std::string::npos || tokenizer_->encode(turn) != text_ids) {
+            return;
+        }
+        role_             = turn.substr(0, role_end + 1);
+        instruction_      = turn.substr(role_end + 1);
+        info_.text_prompt = true;
+    }
+
+    // The prompt's ids before the audio, with CONTEXT ahead of the instruction: NeMo's SALM joins a
+    // conversation's consecutive user turns with a space (speechlm2/data/salm_dataset.py) and its qwen
+    // template's turn is tokenized as one text, so the context also decides how the instruction splits.
+    std::vector<int32_t> prompt_prefix(const std::string & context) const {
+        if (context.empty()) {
+            return prefix_;
+        }
+        std::vector<int32_t> ids = tokenizer_->encode(utf8_nfc(role_ + context + " " + instruction_, "prompt"));
+        ids.insert(ids.begin(), prefix_[0]);
+        return ids;
+    }
+
     void check_id(int32_t id) const {
         if (id < 0 || id >= lm_hp_.vocab) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: prompt token id %d outside the vocabulary", file_->path().c_str(), id);
@@ -89,7 +121,9 @@ public:
     ggml_tensor *                proj_w_ = nullptr;
     ggml_tensor *                proj_b_ = nullptr;
     std::vector<int32_t>         prefix_, suffix_;
+    std::string                  role_, instruction_; // the prefix's text after <|im_start|>, at its first newline
     int32_t                      eos_id_ = 0;
+    int32_t                      audio_id_ = 0; // the audio tag's id (the rows stand in its place)
 };
 
 int context_length(const CanaryQwenModel & model, const SessionOptions & opt) {
@@ -120,7 +154,8 @@ void CanaryQwenSession::start(DecodeJob & a) {
     check_audio_length(a.job.n_samples, model_.info());
     const int n_audio = model_.encoder_.frames(a.job.n_samples);
     a.max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
-    const int n_prompt = int(model_.prefix_.size() + model_.suffix_.size()) + n_audio;
+    const std::vector<int32_t> prefix = model_.prompt_prefix(o.prompt);
+    const int n_prompt = int(prefix.size() + model_.suffix_.size()) + n_audio;
     if (n_prompt + a.max_new > decoder_.n_ctx()) {
         fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "%d prompt positions (%d audio) + %d new tokens exceed the context of %d",
              n_prompt, n_audio, a.max_new, decoder_.n_ctx());
@@ -144,7 +179,13 @@ void CanaryQwenSession::start(DecodeJob & a) {
     audio.n_rows = n_audio;
     const bool want_logits = dump_enabled() || o.step_logits;
     std::vector<float> lm_input;
-    a.tok = decoder_.prefill(a.seq, {{model_.prefix_}, audio, {model_.suffix_}}, want_logits ? &a.logits : nullptr,
+    if (dump_enabled()) {
+        std::vector<int32_t> prompt_ids = prefix;
+        prompt_ids.push_back(model_.audio_id_);
+        prompt_ids.insert(prompt_ids.end(), model_.suffix_.begin(), model_.suffix_.end());
+        dump_ids("prompt_ids", prompt_ids);
+    }
+    a.tok = decoder_.prefill(a.seq, {{prefix}, audio, {model_.suffix_}}, want_logits ? &a.logits : nullptr,
                              dump_enabled() ? &lm_input : nullptr);
     timings_.prefill_ms += prefill_timer.ms();
     timings_.n_prefill_tokens += n_prompt;

@@ -1,6 +1,6 @@
 // The task options every tool that transcribes shares (CLI, bench): the speech's language, a language
 // to translate into, punctuation, beam search (models with a task prompt: Canary AED); the head that
-// decodes (a hybrid Parakeet); hotwords (Parakeet).
+// decodes (a hybrid Parakeet); hotwords (Parakeet); a text prompt (Canary-Qwen).
 #pragma once
 
 #include "decoder_type.h"
@@ -21,6 +21,7 @@ struct TaskOptions {
     std::string decoder_type;
     std::string hotwords; // one phrase a line
     float       hotword_weight = 1.0f;
+    std::string prompt;
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language, "the speech's language (models that know several; default: the model's first)");
@@ -38,6 +39,9 @@ struct TaskOptions {
         app.add_option("--hotword-weight", hotword_weight,
                        "how strongly (NeMo's boosting_tree_alpha: logit + W x boost; default 1)")
             ->check(CLI::Range(0.0f, 100.0f));
+        app.add_option("--prompt", prompt,
+                       "context for the model (Canary-Qwen: text its chat prompt carries before the instruction, "
+                       "e.g. names or the conversation so far; as OpenAI's prompt)");
     }
 
     // --hotwords as the C API takes it, one phrase a line: the file's lines where a file is at that path
@@ -65,6 +69,7 @@ struct TaskOptions {
     void apply(transcribe_run_params & rp) const {
         rp.hotwords       = hotwords.empty() ? nullptr : hotwords.c_str();
         rp.hotword_weight = hotword_weight;
+        rp.prompt         = prompt.empty() ? nullptr : prompt.c_str();
         rp.language        = language.empty() ? nullptr : language.c_str();
         rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
         rp.beam_size       = beam;

@@ -66,6 +66,7 @@ struct Settings {
     float       threshold = 0.5f;
     int         prefix_padding_ms = 300, silence_duration_ms = 500;
     std::string language;
+    std::string prompt; // as the REST route's (RunRequest::prompt)
 };
 
 // The connection's thread reads events, pushes audio and writes every event out; a decoder thread of
@@ -136,6 +137,7 @@ private:
         }
         json transcription = {{"model", st_.info.name}};
         transcription["language"] = settings_.language.empty() ? json(nullptr) : json(settings_.language);
+        transcription["prompt"]   = settings_.prompt;
         return {{"type", "transcription"},
                 {"id", id_},
                 {"object", "realtime.transcription_session"},
@@ -174,6 +176,7 @@ private:
         if (stream_) { // the old stream's ended turns are finished first, in its time line
             RunRequest request;
             request.language = settings_.language;
+            request.prompt   = settings_.prompt;
             bool busy = false;
             const std::string failure = decode(stream_, request, &busy);
             if (!failure.empty() || busy) {
@@ -251,6 +254,13 @@ private:
                         return false;
                     }
                     s.language = lang;
+                }
+                if (t.contains("prompt") && !t["prompt"].is_null()) {
+                    if (!t["prompt"].is_string()) {
+                        error("invalid_value", "prompt must be a string", "session.audio.input.transcription.prompt", client_event);
+                        return false;
+                    }
+                    s.prompt = t["prompt"].get<std::string>();
                 }
             }
             if (input->contains("turn_detection")) {
@@ -384,6 +394,7 @@ private:
             transcribe_stream * stream = stream_;
             RunRequest request;
             request.language = settings_.language;
+            request.prompt   = settings_.prompt;
             lock.unlock();
             bool              busy    = false;
             const std::string failure = decode(stream, request, &busy);

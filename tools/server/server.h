@@ -47,6 +47,9 @@ struct RunRequest {
     transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head
     std::string hotwords;              // one phrase a line
     float       hotword_weight = 1.0f;
+    // OpenAI's prompt: context for a model with a text prompt (Canary-Qwen); other models ignore it, as
+    // clients written for Whisper send one.
+    std::string prompt;
     // OpenAI's chunking_strategy: NO_VAD cuts long audio at pauses by energy, not with the server's VAD;
     // SPEECH (where SPEECH_SET) replaces the server's --vad-* parameters.
     bool                  no_vad = false;

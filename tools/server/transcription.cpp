@@ -31,6 +31,7 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.decoder_type   = r.decoder_type;
     rp.hotwords       = r.hotwords.empty() ? nullptr : r.hotwords.c_str();
     rp.hotword_weight = r.hotword_weight;
+    rp.prompt         = !r.prompt.empty() && st.info.text_prompt ? r.prompt.c_str() : nullptr;
     rp.vad            = r.no_vad ? nullptr : st.vad;
     rp.vad_params     = r.speech_set ? r.speech : st.vad_params;
     rp.draft          = r.draft ? st.draft : nullptr;
@@ -305,7 +306,9 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
         return;
     }
     request.draft = draft == "true";
-    // `model` and `prompt` are accepted for compatibility; the loaded model answers every request.
+    // `model` is accepted for compatibility: the loaded model answers every request. `prompt` is context
+    // for a model with a text prompt, and ignored by the others (see RunRequest).
+    request.prompt = form_field(req, "prompt", "");
 
     // A session first (503 without decoding anything when the queue is full), then the audio, decoded
     // under the duration limit and stopped when the client goes away.

@@ -199,6 +199,25 @@ def test_hotwords_keys_reach_the_model(paths, tmp_path):
     assert [g.get("pred_text") for g in got] == [want["text"], want["text"], plain]
 
 
+def test_prompt_key_reaches_the_model(paths, tmp_path):
+    """A manifest line's prompt (Canary-Qwen's context, the server's field): the CLI's --prompt text; a line
+    without one: the plain text."""
+    model = paths["models"] / "canary-qwen-tiny-f32.gguf"
+    audio = str(paths["root"] / "tests" / "fixtures" / "canary-qwen-tiny" / "audio" / "jfk_0p7s.wav")
+    flags = [["--prompt", "Names: Kennedy"], []]
+    want = [json.loads(subprocess.run([str(paths["cli"]), "-m", str(model), "--json", "--max-new-tokens", "12", *f, audio],
+                                      capture_output=True, timeout=60).stdout)["text"].strip() for f in flags]
+    assert want[0] != want[1]
+    man, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    man.write_text(json.dumps({"audio_filepath": audio, "prompt": "Names: Kennedy"}) + "\n" +
+                   json.dumps({"audio_filepath": audio}) + "\n")
+    r = subprocess.run([sys.executable, "-m", "transcribe.batch", "--model", str(model), "--manifest", str(man),
+                        "--out", str(out), "--workers", "1", "--max-new-tokens", "12"], capture_output=True, text=True,
+                       env=env(paths), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x).get("pred_text") for x in out.read_text().splitlines()] == want
+
+
 def test_diarize_gives_the_cli_s_speakers(paths, tmp_path):
     """--diarize: each line's segments and words carry the CLI --diarize run's speakers."""
     parakeet = paths["models"] / "parakeet-tdt-tiny-f32.gguf"

@@ -217,6 +217,26 @@ def test_hotwords_give_nemos_boosted_text(paths):
     canary.close()
 
 
+def test_prompt_gives_the_cli_s_result(paths):
+    """prompt= is the CLI's --prompt (Canary-Qwen: context in its chat prompt); a model without a text prompt
+    refuses it."""
+    model = transcribe.Model(paths["models"] / "canary-qwen-tiny-f32.gguf", threads=2)
+    assert model.text_prompt
+    audio = paths["canary"] / "audio" / "jfk.wav"
+    want = cli_json(paths, model_path(paths, "canary-qwen-tiny-f32.gguf"), audio, "--max-new-tokens", "8",
+                    "--prompt", "Names: Kennedy")
+    got = model.transcribe(audio, max_new_tokens=8, prompt="Names: Kennedy")
+    assert (got.text, got.tokens) == (want["text"], want["tokens"])
+    assert got.tokens != model.transcribe(audio, max_new_tokens=8).tokens
+    model.close()
+    parakeet = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2)
+    assert not parakeet.text_prompt
+    with pytest.raises(transcribe.TranscribeError) as e:
+        parakeet.transcribe(audio, prompt="Kennedy")
+    assert e.value.status == "INVALID_ARG"
+    parakeet.close()
+
+
 def test_align_with_gives_nfas_word_times(paths):
     """align_with= a CTC model (a path, or an open Model): parakeet-tdt-tiny's transcript of jfk placed as NeMo
     Forced Aligner places it (the parakeet-ctc-alignment golden)."""

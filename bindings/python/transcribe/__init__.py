@@ -139,6 +139,7 @@ class Model:
         self.transducer_head = bool(info.transducer_head)
         self.ctc_head = bool(info.ctc_head)
         self.hotwords = bool(info.hotwords)  # transcribe(hotwords=...) boosts its decoding
+        self.text_prompt = bool(info.text_prompt)  # transcribe(prompt=...) is read as context
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -192,7 +193,8 @@ class Model:
                    timestamps: bool = False, diarize: Optional[Union[str, Path]] = None,
                    diarize_postprocessing: Optional[Union[str, Path]] = None,
                    decoder_type: Optional[str] = None, hotwords: Optional[Union[str, Sequence[str]]] = None,
-                   hotword_weight: float = 1.0, align_with: Optional[Union[str, Path, "Model"]] = None) -> Result:
+                   hotword_weight: float = 1.0, align_with: Optional[Union[str, Path, "Model"]] = None,
+                   prompt: Optional[str] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -209,7 +211,8 @@ class Model:
         comma-separated string, boosted by NeMo's phrase-boosting tree with weight hotword_weight (NeMo's
         boosting_tree_alpha). align_with: a model with a CTC head (Parakeet CTC or a hybrid; a GGUF path,
         loaded once, or an open Model) that gives the transcript's words and segments their times as NeMo
-        Forced Aligner does, for any model."""
+        Forced Aligner does, for any model. prompt: context (models whose .text_prompt is true: Canary-Qwen),
+        text its chat prompt carries before the instruction, as OpenAI's prompt."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -235,6 +238,7 @@ class Model:
                 phrases = hotwords.split(",") if isinstance(hotwords, str) else list(hotwords)
                 rp.hotwords = "\n".join(p.replace("\n", " ") for p in phrases).encode()
             rp.hotword_weight = float(hotword_weight)
+            rp.prompt = prompt.encode() if prompt else None
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

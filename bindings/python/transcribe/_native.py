@@ -26,7 +26,8 @@ class ModelInfo(ctypes.Structure):
                 ("languages", ctypes.POINTER(c_char_p)), ("load_ms", c_double), ("word_timestamps", c_bool),
                 ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool),
                 ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
-                ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool)]
+                ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool),
+                ("text_prompt", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -68,7 +69,8 @@ class RunParams(ctypes.Structure):
                 ("draft", c_void_p), ("draft_ids", ctypes.POINTER(c_int32)), ("n_draft_ids", c_int),
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
                 ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int),
-                ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p)]
+                ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p),
+                ("prompt", c_char_p)]
 
 
 class Timings(ctypes.Structure):

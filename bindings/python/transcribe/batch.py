@@ -8,7 +8,7 @@ IN.jsonl has one JSON object a line with `audio_filepath` (relative paths are ta
 folder first), optionally `duration` and `text`, and NeMo's Canary task keys `source_lang` (the speech's
 language), `target_lang` (the text's: another one translates) and `pnc` ("yes"/"no": punctuation and
 capitals), for models with a task prompt, and `hotwords` (a list of phrases or a comma-separated string,
-with `hotword_weight`) for Parakeet models. Every output line keeps its input fields and adds
+with `hotword_weight`) for Parakeet models, and `prompt` (context, as the server's field) for Canary-Qwen. Every output line keeps its input fields and adds
 `pred_text` (and `segments` / `words` with --timestamps; with --diarize each of them has `speaker`,
 "speaker_<k>" as NeMo names them, and --timestamps is implied); a file that fails gets an `error` field
 instead, never a lost line. Lines come out in input order, written as soon as their turn comes, so
@@ -54,7 +54,8 @@ class ModelPlugin:
 
 
 def task_options(entry: dict) -> dict:
-    """The transcribe() arguments of a line's NeMo Canary keys (source_lang, target_lang, pnc)."""
+    """The transcribe() arguments of a line's NeMo Canary keys (source_lang, target_lang, pnc), its hotwords and
+    its prompt."""
     options = {}
     if isinstance(entry.get("source_lang"), str):
         options["language"] = entry["source_lang"]
@@ -68,6 +69,8 @@ def task_options(entry: dict) -> dict:
         options["hotwords"] = hotwords
     if isinstance(entry.get("hotword_weight"), (int, float)) and not isinstance(entry.get("hotword_weight"), bool):
         options["hotword_weight"] = float(entry["hotword_weight"])
+    if isinstance(entry.get("prompt"), str):
+        options["prompt"] = entry["prompt"]
     return options
 
 
