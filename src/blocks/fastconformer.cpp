@@ -20,22 +20,12 @@ ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_
 
 // The subsampling's feature maps are kept channels-first in memory ([C, W, H]: each position's
 // channels contiguous): the pointwise convolutions are then plain products, the bias adds and masks
-// whole-row vector ops, and ggml's depthwise convolution takes its vectorised channels-last path. (In
-// [W, H, C] order each per-channel bias or mask was a scalar op over 36 MB for the first conv alone.)
+// whole-row vector ops, and the depthwise convolutions read 16 channels a load (ops/conv.h).
 
 // A 1x1 convolution of x [C, W, H] (contiguous): [C_out, W, H].
 ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
     const int64_t C = x->ne[0], W = x->ne[1], H = x->ne[2];
     return ggml_reshape_3d(ctx, linear(ctx, ggml_reshape_2d(ctx, x, C, W * H), w, b), w->ne[1], W, H);
-}
-
-// A depthwise 3x3 convolution (stride 2, padding 1) of x [C, W, H] (contiguous) plus bias: [C, W', H'].
-ggml_tensor * depthwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
-    ggml_tensor * whc = ggml_permute(ctx, x, 2, 0, 1, 3); // a [W, H, C] view with contiguous channels
-    // That path wants the [3, 3, 1, C] kernel channels-last too (a 9 x C copy), as ggml's own test builds it.
-    ggml_tensor * k = ggml_permute(ctx, ggml_cont(ctx, ggml_permute(ctx, w, 2, 3, 1, 0)), 3, 2, 0, 1);
-    ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, 1, 1, 1, 1); // laid out as its input
-    return ggml_add(ctx, ggml_permute(ctx, y, 1, 2, 0, 3), b);
 }
 
 int ceil_half(int n) { return (n + 1) / 2; }
@@ -190,10 +180,9 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_tensor * m2 = g.input("mask2", GGML_TYPE_F32, C, 1, T2);
     ggml_tensor * m3 = g.input("mask3", GGML_TYPE_F32, C, 1, T3);
 
-    ggml_tensor * x = ops::first_conv(ctx, mel, sub_conv0.w, sub_conv0.b, m1); // [C, F/2, T1]
-    x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw1.w, sub_dw1.b), m2);
+    ggml_tensor * x = ops::conv_then_depthwise(ctx, mel, sub_conv0.w, sub_conv0.b, m1, sub_dw1.w, sub_dw1.b, m2); // [C, F/4, T2]
     x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw1.w, sub_pw1.b)), m2);
-    x = ggml_mul(ctx, depthwise_conv2d(ctx, x, sub_dw2.w, sub_dw2.b), m3);
+    x = ops::depthwise_conv(ctx, x, sub_dw2.w, sub_dw2.b, m3);
     x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw2.w, sub_pw2.b)), m3); // [C, F/8, T3]
     // Flatten each time row channel-major (c * F/8 + f), then the output linear.
     const int64_t F8 = x->ne[1];

@@ -2,14 +2,21 @@
 
 #include "placement.h"
 
-#include "kernels/first_conv.h"
 #include "kernels/glu_conv.h"
+#include "kernels/subsampling_conv.h"
 
 namespace transcribe {
 
-bool first_conv_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
-                           const ggml_tensor * mask) {
-    return first_conv_kernel_takes(x, kernel, mask) && is_host_f32_vector(bias, kernel->ne[3]) && in_host_memory(kernel);
+bool conv_then_depthwise_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
+                                    const ggml_tensor * mask, const ggml_tensor * dw_kernel, const ggml_tensor * dw_bias,
+                                    const ggml_tensor * dw_mask) {
+    return conv_then_depthwise_kernel_takes(x, kernel, mask, dw_kernel, dw_mask) && is_host_f32_vector(bias, kernel->ne[3]) &&
+           is_host_f32_vector(dw_bias, kernel->ne[3]) && in_host_memory(kernel) && in_host_memory(dw_kernel);
+}
+
+bool depthwise_conv_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
+                               const ggml_tensor * mask) {
+    return depthwise_conv_kernel_takes(x, kernel, mask) && is_host_f32_vector(bias, x->ne[0]) && in_host_memory(kernel);
 }
 
 bool glu_conv_op_applies(const ggml_tensor * y, const ggml_tensor * kernel, const ggml_tensor * bias) {
@@ -18,9 +25,10 @@ bool glu_conv_op_applies(const ggml_tensor * y, const ggml_tensor * kernel, cons
 
 namespace ops {
 
-ggml_tensor * first_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask) {
-    if (first_conv_op_applies(x, kernel, bias, mask)) {
-        return first_conv_op(ctx, x, kernel, bias, mask);
+ggml_tensor * conv_then_depthwise(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias,
+                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask) {
+    if (conv_then_depthwise_op_applies(x, kernel, bias, mask, dw_kernel, dw_bias, dw_mask)) {
+        return conv_then_depthwise_op(ctx, x, kernel, bias, mask, dw_kernel, dw_bias, dw_mask);
     }
     // An F32 im2col (ggml_conv_2d would round the input to F16) and a product; the 9-long patches are
     // zero-padded to 16, which ggml's fast F32 matmul needs.
@@ -34,7 +42,18 @@ ggml_tensor * first_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kern
         filters = ggml_pad(ctx, filters, extra, 0, 0, 0);
     }
     ggml_tensor * y = ggml_reshape_3d(ctx, ggml_add(ctx, ggml_mul_mat(ctx, filters, patches), bias), C, OW, OH);
-    return ggml_mul(ctx, ggml_relu(ctx, y), mask);
+    return depthwise_conv(ctx, ggml_mul(ctx, ggml_relu(ctx, y), mask), dw_kernel, dw_bias, dw_mask);
+}
+
+ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask) {
+    if (depthwise_conv_op_applies(x, kernel, bias, mask)) {
+        return depthwise_conv_op(ctx, x, kernel, bias, mask);
+    }
+    ggml_tensor * whc = ggml_permute(ctx, x, 2, 0, 1, 3); // a [W, H, C] view with contiguous channels
+    // That path wants the [3, 3, 1, C] kernel channels-last too (a 9 x C copy), as ggml's own test builds it.
+    ggml_tensor * k = ggml_permute(ctx, ggml_cont(ctx, ggml_permute(ctx, kernel, 2, 3, 1, 0)), 3, 2, 0, 1);
+    ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, 1, 1, 1, 1); // laid out as its input
+    return ggml_mul(ctx, ggml_add(ctx, ggml_permute(ctx, y, 1, 2, 0, 3), bias), mask);
 }
 
 ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel, ggml_tensor * bias) {

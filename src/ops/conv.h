@@ -1,20 +1,31 @@
-// The op layer's convolutions for the FastConformer: the subsampling's first, the conv module's depthwise.
+// The op layer's convolutions for the FastConformer: the subsampling's 3x3 stride-2 ones (padding 1), the
+// conv module's depthwise one.
 #pragma once
 
 #include "ggml.h"
 
 namespace transcribe {
 
-// Whether ops::first_conv takes our fused kernel for these operands.
-bool first_conv_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
-                           const ggml_tensor * mask);
+// Whether ops::conv_then_depthwise takes our fused kernel for these operands.
+bool conv_then_depthwise_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
+                                    const ggml_tensor * mask, const ggml_tensor * dw_kernel, const ggml_tensor * dw_bias,
+                                    const ggml_tensor * dw_mask);
+// Whether ops::depthwise_conv takes our kernel for these operands.
+bool depthwise_conv_op_applies(const ggml_tensor * x, const ggml_tensor * kernel, const ggml_tensor * bias,
+                               const ggml_tensor * mask);
 // Whether ops::glu_conv takes our fused kernel for these operands.
 bool glu_conv_op_applies(const ggml_tensor * y, const ggml_tensor * kernel, const ggml_tensor * bias);
 
 namespace ops {
-// relu(conv3x3_stride2_pad1(x) + bias) * mask for a one-channel image x [W, H] and kernel [3, 3, 1, C]:
-// [C, W', H'] (channels first). Our fused kernel (kernels/first_conv.h) or an F32 im2col + product.
-ggml_tensor * first_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask);
+// The subsampling's first two: y = relu(conv(x) + bias) * mask for a one-channel image x [W, H] and kernel
+// [3, 3, 1, C], then (depthwise(y, dw_kernel) + dw_bias) * dw_mask: [C, W'', H''] (channels first; ' is
+// (n - 1) / 2 + 1; masks [C, 1, rows]). Our fused kernel (kernels/subsampling_conv.h) or an F32 im2col +
+// product and ggml's depthwise convolution.
+ggml_tensor * conv_then_depthwise(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias,
+                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask);
+// (depthwise(x, kernel) + bias) * mask for x [C, W, H] (contiguous) and kernel [3, 3, 1, C]: [C, W', H'].
+// Our kernel or ggml's depthwise convolution.
+ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask);
 // The Conformer conv module between its pointwise convs: silu(depthwise_conv(a * sigmoid(g)) + bias)
 // for y [2d, T] (a its rows 0..d-1, g rows d..2d-1), kernel [K, d] over time zero-padded by (K-1)/2 each
 // side: [d, T]. Our fused kernel (kernels/glu_conv.h) or ggml's ops.
