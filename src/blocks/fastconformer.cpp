@@ -203,7 +203,12 @@ ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, Taps * tap
     if (hp_.xscaling) {
         x = ggml_scale(ctx, x, std::sqrt(float(hp_.d_model)));
     }
-    ggml_tensor * pos = g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T));
+    // Every layer projects the same position embeddings (with weights of its own).
+    std::vector<ggml_tensor *> pos_ws;
+    for (const Layer & l : layers_) {
+        pos_ws.push_back(l.pos_w);
+    }
+    ggml_tensor * pos = ops::activations_for(ctx, pos_ws, g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T)));
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
         x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff1), l.ff1_up, l.ff1_down), 0.5f));

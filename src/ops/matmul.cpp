@@ -234,6 +234,9 @@ template <typename Product> ggml_tensor * with_bias(ggml_context * ctx, const gg
 namespace ops {
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    if (x->type != GGML_TYPE_F32 && x->type == avx512_gemm_activation_type(w->type)) { // from activations_for()
+        return with_bias(ctx, w, b, [&](ggml_tensor * fused) { return avx512_gemm_op(ctx, w, x, fused); });
+    }
     if (in_panel_layout(w)) { // only our kernels read it: the activations are brought to what they take
         const int64_t cols = ggml_nelements(x) / x->ne[0];
         ggml_tensor * x2 = x->type == GGML_TYPE_F32 ? x : ggml_cast(ctx, x, GGML_TYPE_F32);
@@ -271,6 +274,10 @@ bool gemms_share_activations(const std::vector<ggml_tensor *> & ws, const ggml_t
     return true;
 }
 } // namespace
+
+ggml_tensor * activations_for(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x) {
+    return gemms_share_activations(ws, x) ? to_activation_type(ctx, x, avx512_gemm_activation_type(ws[0]->type)) : x;
+}
 
 std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x,
                                    const std::vector<ggml_tensor *> & bs) {

@@ -26,6 +26,11 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
 // where there were several.
 std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x,
                                    const std::vector<ggml_tensor *> & bs = {});
+
+// X for products with each W of WS made apart (matmul(W, result) anywhere in the graph: a product
+// per layer of one input): in our GEMM's activation type, brought there once, where that GEMM takes
+// them all; else X itself.
+ggml_tensor * activations_for(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x);
 } // namespace ops
 
 // The kernel's graph op, unconditionally (tests compare it with ggml_mul_mat): X is quantized to the
