@@ -102,6 +102,9 @@ public:
         if (context.empty()) {
             return prefix_;
         }
+        if (!info_.text_prompt) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "prompt: model file %s has no user turn to set one in", file_->path().c_str());
+        }
         std::vector<int32_t> ids = tokenizer_->encode(utf8_nfc(role_ + context + " " + instruction_, "prompt"));
         ids.insert(ids.begin(), prefix_[0]);
         return ids;
