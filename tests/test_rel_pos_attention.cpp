@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +20,15 @@
 using namespace transcribe;
 
 namespace {
+
+// X rounded to the nearest BF16 (ties to even), as an F32.
+float round_bf16(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&x, &u, sizeof u);
+    return x;
+}
 
 struct Case {
     int64_t head_dim, heads, T, R; // R: position columns (>= 2T-1); those past 2T-1 hold NaN
@@ -49,10 +60,12 @@ struct Operands : test::CpuOperands {
         hvb = fill(vb, 0.5f);
     }
 
-    // The formula in double: [head_dim, heads, T].
-    std::vector<float> expected(const Case & c, float scale) const {
+    // The formula in double: [head_dim, heads, T]. BF16: as the kernel's BF16 scores take it, the keys,
+    // positions and queries plus biases (in F32) rounded to BF16 (to nearest even) first.
+    std::vector<float> expected(const Case & c, float scale, bool bf16 = false) const {
         const int64_t hd = c.head_dim, H = c.heads, T = c.T;
         auto at = [&](const std::vector<float> & x, int64_t row, int64_t h, int64_t d) { return double(x[size_t((row * H + h) * hd + d)]); };
+        auto rd = [&](double x) { return bf16 ? double(round_bf16(float(x))) : x; };
         std::vector<float> out(size_t(hd * H * T));
         std::vector<double> s(static_cast<size_t>(T));
         for (int64_t h = 0; h < H; ++h) {
@@ -61,8 +74,8 @@ struct Operands : test::CpuOperands {
                     double ac = 0, bd = 0;
                     for (int64_t d = 0; d < hd; ++d) {
                         const double qd = at(hq, i, h, d);
-                        ac += (qd + at(hu, 0, h, d)) * at(hk, j, h, d);
-                        bd += (qd + at(hvb, 0, h, d)) * at(hp, T - 1 - i + j, h, d);
+                        ac += rd(float(qd + at(hu, 0, h, d))) * rd(at(hk, j, h, d));
+                        bd += rd(float(qd + at(hvb, 0, h, d))) * rd(at(hp, T - 1 - i + j, h, d));
                     }
                     s[size_t(j)] = (ac + bd) * double(scale);
                 }
@@ -88,9 +101,33 @@ void expect_kernel_matches(const Case & c) {
                  o.expected(c, scale));
 }
 
+// The kernel with BF16 keys and positions against the formula on BF16-rounded operands (the same bound:
+// what is left is the order of the F32 sums).
+void expect_bf16_kernel_matches(const Case & c) {
+    Operands o(c);
+    const float scale = 1.0f / std::sqrt(float(c.head_dim));
+    bool runs = false;
+    const std::vector<float> got = test::compute_on_cpu(o.cpu, [&](ggml_context * g) {
+        ggml_tensor * k16 = ggml_cast(g, o.k, GGML_TYPE_BF16), * p16 = ggml_cast(g, o.p, GGML_TYPE_BF16);
+        runs = rel_pos_attention_op_applies(o.q, k16, o.v, p16, o.u, o.vb);
+        return runs ? rel_pos_attention_op(g, o.q, k16, o.v, p16, o.u, o.vb, scale) : ggml_scale(g, o.q, 1.0f);
+    });
+    if (!runs) {
+        GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+    }
+    expect_close(got, o.expected(c, scale, true));
+    // And the rounding is what the bound is about: against the F32 formula the error is far larger
+    // (but for one key, whose weight is 1 whatever its score).
+    if (c.T > 1) {
+        EXPECT_GT(test::max_abs_diff(got, o.expected(c, scale)), 1e-4f);
+    }
+}
+
 } // namespace
 
 TEST_P(RelPosAttention, Kernel_matches_the_formula) { expect_kernel_matches(GetParam()); }
+
+TEST_P(RelPosAttention, Bf16_scores_match_the_formula_on_bf16_operands) { expect_bf16_kernel_matches(GetParam()); }
 
 TEST_P(RelPosAttention, Ggml_ops_match_the_formula) {
     const Case c = GetParam();
@@ -112,6 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RelPosAttention,
 
 // Over 1024 keys: two minutes of audio (Parakeet's window), and the kernel's limit.
 TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_1500_keys) { expect_kernel_matches({128, 1, 1500, 2999}); }
+TEST(RelPosAttentionLong, Bf16_scores_match_the_formula_at_1500_keys) { expect_bf16_kernel_matches({128, 1, 1500, 2999}); }
 TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_its_limit) {
     expect_kernel_matches({16, 1, REL_POS_ATTENTION_MAX_KEYS, 2 * REL_POS_ATTENTION_MAX_KEYS - 1});
 }

@@ -160,7 +160,9 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
     ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], hd, H, T);
     ggml_tensor * v = ggml_reshape_3d(ctx, qkv[2], hd, H, T);
     ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, R);
-    ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)));
+    // Models stored in BF16 or quantized score in BF16 (their drift bounds hold it); F32 models in F32.
+    ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)),
+                                             l.q.w->type != GGML_TYPE_F32);
     return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);
 }
 

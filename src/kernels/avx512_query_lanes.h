@@ -21,8 +21,8 @@ constexpr int QUERY_LANES = 16;
 struct Rows {
     const char * data;
     size_t       head_bytes, row_bytes;
-    const float * at(int64_t r, int64_t h) const {
-        return reinterpret_cast<const float *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
+    template <class T = float> const T * at(int64_t r, int64_t h) const {
+        return reinterpret_cast<const T *>(data + size_t(r) * row_bytes + size_t(h) * head_bytes);
     }
 };
 
@@ -32,6 +32,12 @@ inline Rows rows_of(const ggml_tensor * t) { return {static_cast<const char *>(t
 inline bool rows_are_f32(const ggml_tensor * t, int64_t hd, int64_t heads) {
     return t->type == GGML_TYPE_F32 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == sizeof(float) &&
            t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0;
+}
+
+// The same in BF16 (rows read as BF16 pairs: 4-byte aligned).
+inline bool rows_are_bf16(const ggml_tensor * t, int64_t hd, int64_t heads) {
+    return t->type == GGML_TYPE_BF16 && t->ne[0] == hd && t->ne[1] == heads && t->ne[3] == 1 && t->nb[0] == 2 &&
+           t->nb[1] % 4 == 0 && t->nb[2] % 4 == 0;
 }
 
 // 16 values (F16 or F32) at P as F32.
@@ -70,6 +76,41 @@ QUERY_LANES_TARGET inline void score_rows(const float * const * row, int n, cons
     }
     for (int r = 0; r < n; ++r) {
         _mm512_store_ps(out[r], _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+    }
+}
+
+#define QUERY_LANES_BF16_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,f16c,fma")))
+
+// score_rows for BF16 rows and queries: QT2[d / 2] holds dimensions d and d + 1 of each query as a BF16
+// pair (the low half d), ROW[r] points at HD BF16 values; VDPBF16PS takes two dimensions an instruction.
+template <int HD>
+QUERY_LANES_BF16_TARGET inline void score_rows_bf16(const uint16_t * const * row, int n, const uint32_t (*qt2)[QUERY_LANES],
+                                                    float * const * out) {
+    __m512 acc[SCORED_ROWS];
+    for (int r = 0; r < SCORED_ROWS; ++r) {
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (int d2 = 0; d2 < HD / 2; ++d2) {
+        const __m512bh qd = (__m512bh) _mm512_load_si512(qt2[d2]);
+        for (int r = 0; r < SCORED_ROWS; ++r) {
+            int32_t pair;
+            __builtin_memcpy(&pair, row[r] + 2 * d2, sizeof pair);
+            acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh) _mm512_set1_epi32(pair), qd);
+        }
+    }
+    for (int r = 0; r < n; ++r) {
+        _mm512_store_ps(out[r], acc[r]);
+    }
+}
+
+// QT2 from QT (one vector of 16 queries per dimension, F32): dimension pairs as BF16 pairs, rounded to
+// nearest even as ggml rounds F32 to BF16.
+template <int HD>
+QUERY_LANES_BF16_TARGET inline void pack_bf16_pairs(const float (*qt)[QUERY_LANES], uint32_t (*qt2)[QUERY_LANES]) {
+    for (int d2 = 0; d2 < HD / 2; ++d2) {
+        const __m512i lo = _mm512_cvtepu16_epi32((__m256i) _mm512_cvtneps_pbh(_mm512_load_ps(qt[2 * d2])));
+        const __m512i hi = _mm512_cvtepu16_epi32((__m256i) _mm512_cvtneps_pbh(_mm512_load_ps(qt[2 * d2 + 1])));
+        _mm512_store_si512(qt2[d2], _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
     }
 }
 

@@ -51,6 +51,33 @@ REL_TARGET void load_queries(const Operands & o, const char * bias, int64_t h, i
     }
 }
 
+// OUT[r] = ROW[r] . the block's queries for r < N: F32 rows against QT, or (BF16 keys and positions)
+// BF16 rows against QT2, the queries rounded to BF16 pairs.
+template <int HD, bool BF16> struct Scorer {
+    alignas(64) uint32_t pairs[BF16 ? HD / 2 : 1][QUERIES];
+
+    REL_TARGET void prepare(const float (*qt)[QUERIES]) {
+        if constexpr (BF16) {
+            pack_bf16_pairs<HD>(qt, pairs);
+        }
+    }
+    REL_TARGET void score(const Rows & rows, const int64_t * r_of, int64_t h, int n, const float (*qt)[QUERIES], float * const * out) const {
+        if constexpr (BF16) {
+            const uint16_t * row[KEYS];
+            for (int r = 0; r < KEYS; ++r) {
+                row[r] = rows.at<uint16_t>(r_of[r], h);
+            }
+            score_rows_bf16<HD>(row, n, pairs, out);
+        } else {
+            const float * row[KEYS];
+            for (int r = 0; r < KEYS; ++r) {
+                row[r] = rows.at(r_of[r], h);
+            }
+            score_rows<HD>(row, n, qt, out);
+        }
+    }
+};
+
 // Queries i0..i0+15 of head H (those below T) against all T keys.
 //
 // Lane l is query i = i0 + l; for key j it needs position row T-1-i+j = base + (15 - l) + j with base =
@@ -58,13 +85,16 @@ REL_TARGET void load_queries(const Operands & o, const char * bias, int64_t h, i
 // rows, each against all 16 queries) into a ring, and key j's term is the ring's diagonal: lane l from
 // row j + 15 - l, one gather. Rows outside p (only lanes past T ask for them) read row 0 or R-1 and are
 // never used.
-template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, int64_t i0) {
+template <int HD, bool BF16> REL_TARGET void attend_block(const Operands & o, int64_t h, int64_t i0) {
     const int64_t T = o.T, n_pos = T + QUERIES - 1, base = T - 1 - i0 - (QUERIES - 1);
     const int     nq = int(std::min<int64_t>(QUERIES, T - i0));
 
     alignas(64) float qu[HD][QUERIES], qv[HD][QUERIES];
     load_queries<HD>(o, o.bias_u, h, i0, nq, qu);
     load_queries<HD>(o, o.bias_v, h, i0, nq, qv);
+    Scorer<HD, BF16> su, sv;
+    su.prepare(qu);
+    sv.prepare(qv);
 
     alignas(64) float scores[REL_POS_ATTENTION_MAX_KEYS][QUERIES];
     alignas(64) float ring[RING][QUERIES];
@@ -72,22 +102,21 @@ template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, in
     const __m512  scale = _mm512_set1_ps(o.scale);
     int64_t done = 0; // keys whose scores are whole
     for (int64_t g0 = 0; g0 < n_pos; g0 += KEYS) {
-        const int     ng = int(std::min<int64_t>(KEYS, n_pos - g0));
-        const float * row[KEYS];
-        float *       out[KEYS];
+        const int ng = int(std::min<int64_t>(KEYS, n_pos - g0));
+        int64_t   row[KEYS];
+        float *   out[KEYS];
         for (int r = 0; r < KEYS; ++r) {
-            const int64_t pr = std::clamp<int64_t>(base + g0 + std::min(r, ng - 1), 0, o.R - 1);
-            row[r] = o.p.at(pr, h);
+            row[r] = std::clamp<int64_t>(base + g0 + std::min(r, ng - 1), 0, o.R - 1);
             out[r] = ring[(g0 + r) % RING];
         }
-        score_rows<HD>(row, ng, qv, out);
+        sv.score(o.p, row, h, ng, qv, out);
         if (g0 < T) {
             const int nk = int(std::min<int64_t>(KEYS, T - g0));
             for (int r = 0; r < KEYS; ++r) {
-                row[r] = o.k.at(g0 + std::min(r, nk - 1), h);
+                row[r] = g0 + std::min(r, nk - 1);
                 out[r] = scores[g0 + std::min(r, nk - 1)]; // rows past T are not written
             }
-            score_rows<HD>(row, nk, qu, out);
+            su.score(o.k, row, h, nk, qu, out);
         }
         // Key j's position term is whole once ring row j + 15 is in.
         for (const int64_t upto = std::min(T, g0 + ng - (QUERIES - 1)); done < upto; ++done) {
@@ -107,7 +136,7 @@ template <int HD> REL_TARGET void attend_block(const Operands & o, int64_t h, in
 }
 
 // src: q, k, v, p, bias_u, bias_v. Blocks (head, 16 queries) are dealt to the threads in turn.
-template <int HD> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
+template <int HD, bool BF16> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
     Operands o;
     o.q = rows_of(dst->src[0]);
     o.k = rows_of(dst->src[1]);
@@ -125,7 +154,7 @@ template <int HD> void run(ggml_tensor * dst, int ith, int nth, void * scale) {
     o.scale           = userdata_as_float(scale);
     const int64_t blocks = (o.T + QUERIES - 1) / QUERIES;
     for (int64_t b = ith; b < o.heads * blocks; b += nth) {
-        attend_block<HD>(o, b / blocks, (b % blocks) * QUERIES);
+        attend_block<HD, BF16>(o, b / blocks, (b % blocks) * QUERIES);
     }
 }
 
@@ -138,16 +167,22 @@ bool rel_pos_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k
         return b->type == GGML_TYPE_F32 && ggml_is_contiguous(b) && b->ne[0] == hd && b->ne[1] == heads && b->ne[2] == 1 &&
                b->ne[3] == 1;
     };
+    const bool f32_scores  = rows_are_f32(k, hd, heads) && rows_are_f32(p, hd, heads);
+    const bool bf16_scores = rows_are_bf16(k, hd, heads) && rows_are_bf16(p, hd, heads) && __builtin_cpu_supports("avx512bf16");
     return cpu_has_avx512() && (hd == 16 || hd == 32 || hd == 64 || hd == 128) && T >= 1 &&
-           T <= REL_POS_ATTENTION_MAX_KEYS && rows_are_f32(q, hd, heads) && rows_are_f32(k, hd, heads) &&
-           rows_are_f32(v, hd, heads) && rows_are_f32(p, hd, heads) && k->ne[2] == T && v->ne[2] == T &&
-           p->ne[2] >= 2 * T - 1 && is_bias(bias_u) && is_bias(bias_v);
+           T <= REL_POS_ATTENTION_MAX_KEYS && rows_are_f32(q, hd, heads) && (f32_scores || bf16_scores) &&
+           rows_are_f32(v, hd, heads) && k->ne[2] == T && v->ne[2] == T && p->ne[2] >= 2 * T - 1 && is_bias(bias_u) &&
+           is_bias(bias_v);
 }
 
 ggml_tensor * rel_pos_attention_op(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v,
                                    ggml_tensor * p, ggml_tensor * bias_u, ggml_tensor * bias_v, float scale) {
     const int64_t hd = q->ne[0];
-    ggml_custom_op_t fn = hd == 16 ? run<16> : hd == 32 ? run<32> : hd == 64 ? run<64> : run<128>;
+    const bool bf16 = k->type == GGML_TYPE_BF16;
+    ggml_custom_op_t fn = hd == 16 ? (bf16 ? run<16, true> : run<16, false>)
+                        : hd == 32 ? (bf16 ? run<32, true> : run<32, false>)
+                        : hd == 64 ? (bf16 ? run<64, true> : run<64, false>)
+                                   : (bf16 ? run<128, true> : run<128, false>);
     ggml_tensor * args[] = {q, k, v, p, bias_u, bias_v};
     ggml_tensor * o = ggml_custom_4d(ctx, GGML_TYPE_F32, hd, q->ne[1], q->ne[2], 1, args, 6, fn, GGML_N_TASKS_MAX,
                                      float_as_userdata(scale));

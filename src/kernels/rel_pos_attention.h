@@ -17,7 +17,9 @@ namespace transcribe {
 constexpr int64_t REL_POS_ATTENTION_MAX_KEYS = 2048;
 
 // Whether the kernel takes these: q, k, v [head_dim, heads, T] and p [head_dim, heads, R >= 2T-1], all
-// F32 with each head's row contiguous, head_dim 16, 32, 64 or 128, 1 <= T <= REL_POS_ATTENTION_MAX_KEYS;
+// F32 with each head's row contiguous (or k and p both BF16, on a CPU with AVX-512 BF16: the scores are
+// then sums of products of BF16 values, the queries plus biases rounded to BF16, in F32), head_dim 16,
+// 32, 64 or 128, 1 <= T <= REL_POS_ATTENTION_MAX_KEYS;
 // bias_u and bias_v [head_dim, heads] contiguous F32; a CPU that runs the kernel. (The op layer also
 // checks that the biases are in host memory.)
 bool rel_pos_attention_kernel_takes(const ggml_tensor * q, const ggml_tensor * k, const ggml_tensor * v,

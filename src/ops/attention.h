@@ -30,9 +30,11 @@ ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
 // Self-attention with relative positions (Transformer-XL, FastConformer): q, k, v [head_dim, heads, T],
 // p [head_dim, heads, R >= 2T-1] the projected position embeddings (column r: relative position T-1-r),
 // bias_u / bias_v [head_dim, heads]. For query i: softmax_j(((q_i + u) . k_j + (q_i + v_bias) .
-// p_{T-1-i+j}) * scale) summed over v_j, no mask. Returns [head_dim, heads, T].
+// p_{T-1-i+j}) * scale) summed over v_j, no mask. Returns [head_dim, heads, T]. BF16_SCORES (models whose
+// weights are BF16 or quantized): where our kernel runs with BF16 dot products, k and p are rounded to
+// BF16 once and the scores are sums of BF16 products (twice the products an instruction); F32 otherwise.
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
-                                ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);
+                                ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, bool bf16_scores = false);
 // Plain self-attention without a mask (a Transformer encoder's): q, k, v [head_dim, heads, T]; for query
 // i: softmax_j(q_i . k_j * scale) summed over v_j. Returns [head_dim, heads, T]. Our kernel runs where
 // the layer's weights (LAYER_WEIGHT, one of them) are in host memory, ggml's ops elsewhere.
