@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 constexpr int32_t kImStart = 151644, kImEnd = 151645, kAudio = 151669, kNewline = 198, kAssistant = 77091;
@@ -33,7 +35,8 @@ protected:
     // The prompt ids a run with PROMPT (NULL: none) decoded after; STATUS: the run's.
     static std::vector<int32_t> prompt_ids(const char * prompt, transcribe_status * status = nullptr,
                                            size_t max_new = 2) {
-        const std::string dir = ::testing::TempDir() + "canary_qwen_prompt";
+        // A folder of this process's own: ctest runs each test as a process, several at once.
+        const std::string dir = ::testing::TempDir() + "canary_qwen_prompt_" + std::to_string(getpid());
         std::filesystem::remove_all(dir);
         std::filesystem::create_directories(dir);
         setenv("TRANSCRIBE_DUMP_DIR", dir.c_str(), 1);
