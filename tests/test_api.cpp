@@ -1,8 +1,6 @@
 // The C API on the fixture model: batch == serial, truncation, context limits, abort, progress,
 // tokenizer calls, model info.
-#include "transcribe.h"
-
-#include "support.h"
+#include "c_api_support.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +10,10 @@
 #include <cstring>
 #include <string>
 #include <thread>
+
+using test::expect_same_transcript;
+using test::load_cpu;
+using test::tokens;
 
 namespace {
 
@@ -34,22 +36,7 @@ protected:
         EXPECT_EQ(transcribe_session_create(model_, &sp, &s), TRANSCRIBE_OK);
         return s;
     }
-    static std::vector<int32_t> tokens(const transcribe_result * r) {
-        const int32_t * t = transcribe_result_tokens(r);
-        return std::vector<int32_t>(t, t + transcribe_result_n_tokens(r));
-    }
 
-    // GOT has WANT's ids, text, and segments with their times and texts.
-    static void expect_same_transcript(const transcribe_result * got, const transcribe_result * want) {
-        EXPECT_EQ(tokens(got), tokens(want));
-        EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want));
-        ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want));
-        for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
-            EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << i;
-            EXPECT_EQ(transcribe_result_segment_t1_ms(got, i), transcribe_result_segment_t1_ms(want, i)) << i;
-            EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << i;
-        }
-    }
     // A long recording: jfk four times over (44 s, past one window).
     static std::vector<float> four_jfk() {
         std::vector<float> four;
@@ -474,15 +461,6 @@ TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
 
 // ---- Speculative decoding through the C API ----
 
-namespace {
-transcribe_model * load_cpu(const std::string & name) {
-    transcribe_load_params lp = transcribe_load_params_init();
-    lp.backend = TRANSCRIBE_BACKEND_CPU;
-    transcribe_model * m = nullptr;
-    EXPECT_EQ(transcribe_model_load(test::model(name).c_str(), &lp, &m), TRANSCRIBE_OK);
-    return m;
-}
-} // namespace
 
 // A long recording (four copies of jfk in 12 s pieces): with a draft (the plain run's own ids, so right
 // for the first piece and shifted for the others; and the Parakeet fixture model's transcripts, each

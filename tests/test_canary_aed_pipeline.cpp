@@ -1,23 +1,18 @@
 // Canary AED through the recording pipeline as Canary-Qwen goes through it (tests/test_api.cpp): a long
 // recording cut into pieces, those pieces decoded together by the batcher (the same transcript), several
 // recordings in one batch (each one's ids and text alone), a speech detector cutting at speech.
-#include "support.h"
-#include "transcribe.h"
+#include "c_api_support.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace {
+using test::expect_same_transcript;
+using test::load_cpu;
+using test::tokens;
 
-transcribe_model * load_cpu(const std::string & name) {
-    transcribe_load_params lp = transcribe_load_params_init();
-    lp.backend = TRANSCRIBE_BACKEND_CPU;
-    transcribe_model * m = nullptr;
-    EXPECT_EQ(transcribe_model_load(test::model(name).c_str(), &lp, &m), TRANSCRIBE_OK);
-    return m;
-}
+namespace {
 
 transcribe_session * session(transcribe_model * m, int n_batch = 1) {
     transcribe_session_params sp = transcribe_session_params_init();
@@ -29,23 +24,7 @@ transcribe_session * session(transcribe_model * m, int n_batch = 1) {
     return s;
 }
 
-std::vector<int32_t> tokens(const transcribe_result * r) {
-    const int32_t * t = transcribe_result_tokens(r);
-    return std::vector<int32_t>(t, t + transcribe_result_n_tokens(r));
-}
-
 bool finished(transcribe_status st) { return st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED; }
-
-void expect_same_transcript(const transcribe_result * got, const transcribe_result * want) {
-    EXPECT_EQ(tokens(got), tokens(want));
-    EXPECT_STREQ(transcribe_result_text(got), transcribe_result_text(want));
-    ASSERT_EQ(transcribe_result_n_segments(got), transcribe_result_n_segments(want));
-    for (int i = 0; i < transcribe_result_n_segments(want); ++i) {
-        EXPECT_EQ(transcribe_result_segment_t0_ms(got, i), transcribe_result_segment_t0_ms(want, i)) << i;
-        EXPECT_EQ(transcribe_result_segment_t1_ms(got, i), transcribe_result_segment_t1_ms(want, i)) << i;
-        EXPECT_STREQ(transcribe_result_segment_text(got, i), transcribe_result_segment_text(want, i)) << i;
-    }
-}
 
 } // namespace
 

@@ -3,8 +3,7 @@
 // conversation's consecutive user turns, and the turn is tokenized as one text (the qwen template's
 // user turn: "<|im_start|>user\n" + message + "<|im_end|>\n"). Read from the TRANSCRIBE_DUMP_DIR's
 // prompt_ids.json, which without a prompt must be the fixture's NeMo prompt.
-#include "support.h"
-#include "transcribe.h"
+#include "c_api_support.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,9 +24,8 @@ constexpr int32_t kImStart = 151644, kImEnd = 151645, kAudio = 151669, kNewline 
 class CanaryQwenPrompt : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        transcribe_load_params lp = transcribe_load_params_init();
-        lp.backend = TRANSCRIBE_BACKEND_CPU;
-        ASSERT_EQ(transcribe_model_load(test::model("canary-qwen-tiny-f32.gguf").c_str(), &lp, &model_), TRANSCRIBE_OK);
+        model_ = test::load_cpu("canary-qwen-tiny-f32.gguf");
+        ASSERT_NE(model_, nullptr);
         jfk_ = test::read_wav_16k("jfk_0p7s");
     }
     static void TearDownTestSuite() { transcribe_model_free(model_); }
@@ -141,10 +139,8 @@ TEST_F(CanaryQwenPrompt, Bad_prompts_are_refused_before_anything_runs) {
 }
 
 TEST(CanaryQwenPromptOtherModels, A_model_without_a_text_prompt_refuses_one) {
-    transcribe_load_params lp = transcribe_load_params_init();
-    lp.backend = TRANSCRIBE_BACKEND_CPU;
-    transcribe_model * m = nullptr;
-    ASSERT_EQ(transcribe_model_load(test::model("parakeet-tdt-tiny-f32.gguf").c_str(), &lp, &m), TRANSCRIBE_OK);
+    transcribe_model * m = test::load_cpu("parakeet-tdt-tiny-f32.gguf");
+    ASSERT_NE(m, nullptr);
     transcribe_model_info info;
     ASSERT_EQ(transcribe_model_get_info(m, &info), TRANSCRIBE_OK);
     EXPECT_FALSE(info.text_prompt);
