@@ -247,6 +247,10 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     o.ran = true;
                     if (t) {
                         try {
+                            // Joined as run()'s one-piece plan joins it: an untimed segment spans the speech,
+                            // not the recording's leading and trailing silence.
+                            const int i = together[id];
+                            *t = plan_spans(pcm[i], {{0, n[i]}}, model_.info().sample_rate).join({std::move(*t)});
                             align(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])]);
                             attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])],
                                       diarize_ms);
