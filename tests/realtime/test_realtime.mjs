@@ -4,7 +4,7 @@
 // the REST route's for each turn's own samples; bad events get error events and the session goes on.
 // usage: node test_realtime.mjs SERVER MODEL.gguf VAD.gguf CLIP.wav
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
@@ -234,5 +234,6 @@ try {
 } finally {
   proc.removeAllListeners('exit');
   proc.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true }); // the certificate and its key
 }
 process.exitCode = failed ? 1 : 0;
