@@ -96,6 +96,7 @@ TEST_F(CanaryAedGolden, Every_stage_matches_within_manifest_tolerance) {
                 EXPECT_EQ(got.shape, want.shape) << clip << " " << name;
                 EXPECT_LE(test::max_abs_diff(got.f32, want.f32), fx().atol(clip, name + ".npy")) << clip << " " << name;
             }
+            std::filesystem::remove_all(dir);
         }
     }
 }

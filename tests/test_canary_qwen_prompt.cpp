@@ -53,8 +53,12 @@ protected:
         transcribe_result_free(r);
         transcribe_session_free(s);
         unsetenv("TRANSCRIBE_DUMP_DIR");
-        std::ifstream f(dir + "/prompt_ids.json");
-        return f ? nlohmann::json::parse(f).get<std::vector<int32_t>>() : std::vector<int32_t> {};
+        std::vector<int32_t> ids;
+        if (std::ifstream f(dir + "/prompt_ids.json"); f) {
+            ids = nlohmann::json::parse(f).get<std::vector<int32_t>>();
+        }
+        std::filesystem::remove_all(dir);
+        return ids;
     }
     static std::vector<int32_t> tokenize(const std::string & text) {
         std::vector<int32_t> ids(256);
