@@ -7,6 +7,7 @@
 
 #if TRANSCRIBE_X86_SIMD
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -133,36 +134,47 @@ QUERY_LANES_TARGET inline void softmax_lanes(float (*scores)[QUERY_LANES], int64
 
 // For the lanes l < NQ: OUT(l)[0..HD) = INV[l] * sum over keys j < KEYS(l) of W[j][l] * V(j), where V(j)
 // points at key j's HD values of type T (HD a multiple of 8: a last half vector is loaded and stored
-// masked). Lanes go two at a time (16 accumulators), sharing each V row's loads: KEYS(l) must cover lane
-// l + 1's keys too, whose weights past its own must be 0.
+// masked), and a lane's weights past its own keys are 0. Lanes go several at a time, as many as keep 16
+// accumulators (2 for HD 128, 4 for 64, 8 for 32 or 24), sharing each V row's loads: with fewer, the
+// loads of V, which outgrows L1 at a few hundred keys, bound the loop rather than the products. Each
+// lane sums its keys in order whatever the grouping.
 template <int HD, ggml_type T, class Keys, class ValuesOf, class OutOf>
 QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], const float * inv, int nq, Keys keys,
                                                ValuesOf values, OutOf out) {
     static_assert(HD % 8 == 0);
-    constexpr int       VECS = (HD + 15) / 16;
-    constexpr __mmask16 LAST = HD % 16 ? __mmask16((1u << (HD % 16)) - 1) : __mmask16(0xffff);
-    constexpr size_t    EL   = T == GGML_TYPE_F16 ? 2 : 4;
-    for (int l = 0; l < nq; l += 2) {
-        __m512 a0[VECS], a1[VECS];
-        for (int c = 0; c < VECS; ++c) {
-            a0[c] = a1[c] = _mm512_setzero_ps();
+    constexpr int       VECS  = (HD + 15) / 16;
+    constexpr int       LANES = VECS <= 1 ? 16 : VECS == 2 ? 8 : VECS <= 4 ? 4 : 2;
+    constexpr __mmask16 LAST  = HD % 16 ? __mmask16((1u << (HD % 16)) - 1) : __mmask16(0xffff);
+    constexpr size_t    EL    = T == GGML_TYPE_F16 ? 2 : 4;
+    static_assert(QUERY_LANES % LANES == 0 && VECS * LANES <= 16);
+    for (int l = 0; l < nq; l += LANES) {
+        __m512 acc[LANES][VECS];
+        int64_t n = 0;
+        for (int g = 0; g < LANES; ++g) {
+            for (int c = 0; c < VECS; ++c) {
+                acc[g][c] = _mm512_setzero_ps();
+            }
+            n = std::max<int64_t>(n, keys(l + g));
         }
-        const int64_t n = keys(l);
         for (int64_t j = 0; j < n; ++j) {
             const char * row = reinterpret_cast<const char *>(values(j));
-            const __m512 w0 = _mm512_set1_ps(w[j][l]), w1 = _mm512_set1_ps(w[j][l + 1]);
+            __m512 wl[LANES];
+            for (int g = 0; g < LANES; ++g) {
+                wl[g] = _mm512_set1_ps(w[j][l + g]);
+            }
             for (int c = 0; c < VECS; ++c) {
                 const __m512 x = c + 1 < VECS || LAST == 0xffff ? load16_as_f32<T>(row + 16 * c * EL)
                                                                 : load_first_as_f32<T>(row + 16 * c * EL, LAST);
-                a0[c] = _mm512_fmadd_ps(w0, x, a0[c]);
-                a1[c] = _mm512_fmadd_ps(w1, x, a1[c]);
+                for (int g = 0; g < LANES; ++g) {
+                    acc[g][c] = _mm512_fmadd_ps(wl[g], x, acc[g][c]);
+                }
             }
         }
-        for (int qi = 0; qi < 2 && l + qi < nq; ++qi) {
-            float *      y = out(l + qi);
-            const __m512 s = _mm512_set1_ps(inv[l + qi]);
+        for (int g = 0; g < LANES && l + g < nq; ++g) {
+            float *      y = out(l + g);
+            const __m512 s = _mm512_set1_ps(inv[l + g]);
             for (int c = 0; c < VECS; ++c) {
-                _mm512_mask_storeu_ps(y + 16 * c, c + 1 < VECS ? __mmask16(0xffff) : LAST, _mm512_mul_ps(qi ? a1[c] : a0[c], s));
+                _mm512_mask_storeu_ps(y + 16 * c, c + 1 < VECS ? __mmask16(0xffff) : LAST, _mm512_mul_ps(acc[g][c], s));
             }
         }
     }

@@ -92,9 +92,9 @@ ATT_TARGET void attend_block(const Shape & s, const char * q, const char * k, co
     alignas(64) float inv[QUERIES];
     softmax_lanes(scores, nk, [&](int64_t j) { return j <= i0 ? __mmask16(0xffff) : __mmask16(0xffffu << (j - i0)); }, inv);
 
-    // o_i = sum_j p_ij v_j / sum_i; a pair of queries reads the keys of its second.
+    // o_i = sum_j p_ij v_j / sum_i; query i0 + l sees keys up to itself.
     weighted_values<HD, KV>(
-        scores, inv, int(nq), [&](int l) { return std::min(i0 + l + 2, nk); },
+        scores, inv, int(nq), [&](int l) { return std::min(i0 + l + 1, nk); },
         [&](int64_t j) { return v + size_t(j) * s.kv_row_bytes + head_offset; },
         [&](int l) { return reinterpret_cast<float *>(out + size_t(i0 + l) * s.out_row_bytes + size_t(h) * s.out_head_bytes); });
 }
