@@ -59,13 +59,15 @@ template <ggml_type T> QUERY_LANES_TARGET inline __m512 load_first_as_f32(const 
     }
 }
 
-// Dot products of 16 queries (QT, transposed: QT[d] holds dimension d of each) with 8 rows at once:
-// OUT[r] = SCALE * sum_d ROW[r][d] * QT[d] for r < N (all 8 rows are read: repeat one past N).
-constexpr int SCORED_ROWS = 8; // one accumulator each
+// Dot products of 16 queries (QT, transposed: QT[d] holds dimension d of each) with 16 rows at once:
+// OUT[r] = SCALE * sum_d ROW[r][d] * QT[d] for r < N (all 16 rows are read: repeat one past N). One
+// accumulator a row: 16 chains cover the products' latency (with 8, VDPBF16PS waited on its own results).
+constexpr int SCORED_ROWS = 16;
 template <int HD>
 QUERY_LANES_TARGET inline void score_rows(const float * const * row, int n, const float (*qt)[QUERY_LANES], float * const * out,
                                           float scale = 1.0f) {
     __m512 acc[SCORED_ROWS];
+#pragma GCC unroll 16
     for (int r = 0; r < SCORED_ROWS; ++r) {
         acc[r] = _mm512_setzero_ps();
     }
@@ -75,8 +77,11 @@ QUERY_LANES_TARGET inline void score_rows(const float * const * row, int n, cons
             acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(row[r][d]), qd, acc[r]);
         }
     }
-    for (int r = 0; r < n; ++r) {
-        _mm512_store_ps(out[r], _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+#pragma GCC unroll 16 // constant indices keep the accumulators in registers (a loop to N put them on the stack)
+    for (int r = 0; r < SCORED_ROWS; ++r) {
+        if (r < n) {
+            _mm512_store_ps(out[r], _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+        }
     }
 }
 
@@ -88,6 +93,7 @@ template <int HD>
 QUERY_LANES_BF16_TARGET inline void score_rows_bf16(const uint16_t * const * row, int n, const uint32_t (*qt2)[QUERY_LANES],
                                                     float * const * out) {
     __m512 acc[SCORED_ROWS];
+#pragma GCC unroll 16
     for (int r = 0; r < SCORED_ROWS; ++r) {
         acc[r] = _mm512_setzero_ps();
     }
@@ -99,8 +105,11 @@ QUERY_LANES_BF16_TARGET inline void score_rows_bf16(const uint16_t * const * row
             acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh) _mm512_set1_epi32(pair), qd);
         }
     }
-    for (int r = 0; r < n; ++r) {
-        _mm512_store_ps(out[r], acc[r]);
+#pragma GCC unroll 16
+    for (int r = 0; r < SCORED_ROWS; ++r) {
+        if (r < n) {
+            _mm512_store_ps(out[r], acc[r]);
+        }
     }
 }
 
