@@ -143,48 +143,73 @@ QUERY_LANES_TARGET inline void softmax_lanes(float (*scores)[QUERY_LANES], int64
 
 // For the lanes l < NQ: OUT(l)[0..HD) = INV[l] * sum over keys j < KEYS(l) of W[j][l] * V(j), where V(j)
 // points at key j's HD values of type T (HD a multiple of 8: a last half vector is loaded and stored
-// masked), and a lane's weights past its own keys are 0. Lanes go several at a time, as many as keep 16
-// accumulators (2 for HD 128, 4 for 64, 8 for 32 or 24), sharing each V row's loads: with fewer, the
-// loads of V, which outgrows L1 at a few hundred keys, bound the loop rather than the products. Each
-// lane sums its keys in order whatever the grouping.
+// masked), and a lane's weights past its own keys are 0. A pass takes up to 4 vectors of the values (a
+// quarter of V's row for HD 128) for 16 / that many lanes: 16 accumulators, each V load and each weight
+// broadcast shared by 4 products (2 lanes of all 8 vectors loaded each vector twice). Keys go a chunk at
+// a time, every pass through the chunk before the next, the sums kept in L1 between chunks: a pass
+// would otherwise stream all of V (hundreds of KB at a long recording's lengths) from L2 or beyond.
+// Each lane sums its keys in order whatever the passes and chunks.
 template <int HD, ggml_type T, class Keys, class ValuesOf, class OutOf>
 QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], const float * inv, int nq, Keys keys,
                                                ValuesOf values, OutOf out) {
     static_assert(HD % 8 == 0);
     constexpr int       VECS  = (HD + 15) / 16;
-    constexpr int       LANES = VECS <= 1 ? 16 : VECS == 2 ? 8 : VECS <= 4 ? 4 : 2;
+    constexpr int       VB    = VECS % 4 == 0 ? 4 : VECS % 3 == 0 ? 3 : VECS % 2 == 0 ? 2 : 1; // vectors a pass
+    constexpr int       LANES = VB == 4 ? 4 : VB == 2 ? 8 : VB == 3 ? 4 : 16;
     constexpr __mmask16 LAST  = HD % 16 ? __mmask16((1u << (HD % 16)) - 1) : __mmask16(0xffff);
     constexpr size_t    EL    = T == GGML_TYPE_F16 ? 2 : 4;
-    static_assert(QUERY_LANES % LANES == 0 && VECS * LANES <= 16);
+    constexpr int64_t   CHUNK = std::max<int64_t>(16, int64_t(32 * 1024 / (HD * EL))); // keys whose V fits 32 KiB
+    static_assert(VECS % VB == 0 && QUERY_LANES % LANES == 0 && VB * LANES <= 16);
+    alignas(64) float sums[QUERY_LANES][VECS * 16];
+    int64_t group_keys[QUERY_LANES / LANES], all = 0;
     for (int l = 0; l < nq; l += LANES) {
-        __m512 acc[LANES][VECS];
         int64_t n = 0;
         for (int g = 0; g < LANES; ++g) {
-            for (int c = 0; c < VECS; ++c) {
-                acc[g][c] = _mm512_setzero_ps();
-            }
             n = std::max<int64_t>(n, keys(l + g));
         }
-        for (int64_t j = 0; j < n; ++j) {
-            const char * row = reinterpret_cast<const char *>(values(j));
-            __m512 wl[LANES];
-            for (int g = 0; g < LANES; ++g) {
-                wl[g] = _mm512_set1_ps(w[j][l + g]);
+        group_keys[l / LANES] = n;
+        all = std::max(all, n);
+    }
+    for (int64_t j0 = 0; j0 == 0 || j0 < all; j0 += CHUNK) {
+        for (int l = 0; l < nq; l += LANES) {
+            const int64_t n = std::min(group_keys[l / LANES], j0 + CHUNK);
+            if (j0 > 0 && n <= j0) {
+                continue;
             }
-            for (int c = 0; c < VECS; ++c) {
-                const __m512 x = c + 1 < VECS || LAST == 0xffff ? load16_as_f32<T>(row + 16 * c * EL)
-                                                                : load_first_as_f32<T>(row + 16 * c * EL, LAST);
+            for (int c0 = 0; c0 < VECS; c0 += VB) {
+                __m512 acc[LANES][VB];
                 for (int g = 0; g < LANES; ++g) {
-                    acc[g][c] = _mm512_fmadd_ps(wl[g], x, acc[g][c]);
+                    for (int c = 0; c < VB; ++c) {
+                        acc[g][c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(&sums[l + g][16 * (c0 + c)]);
+                    }
+                }
+                for (int64_t j = j0; j < n; ++j) {
+                    const char * row = reinterpret_cast<const char *>(values(j)) + 16 * c0 * EL;
+                    __m512 wl[LANES];
+                    for (int g = 0; g < LANES; ++g) {
+                        wl[g] = _mm512_set1_ps(w[j][l + g]);
+                    }
+                    for (int c = 0; c < VB; ++c) {
+                        const __m512 x = c0 + c + 1 < VECS || LAST == 0xffff ? load16_as_f32<T>(row + 16 * c * EL)
+                                                                             : load_first_as_f32<T>(row + 16 * c * EL, LAST);
+                        for (int g = 0; g < LANES; ++g) {
+                            acc[g][c] = _mm512_fmadd_ps(wl[g], x, acc[g][c]);
+                        }
+                    }
+                }
+                for (int g = 0; g < LANES; ++g) {
+                    for (int c = 0; c < VB; ++c) {
+                        _mm512_store_ps(&sums[l + g][16 * (c0 + c)], acc[g][c]);
+                    }
                 }
             }
         }
-        for (int g = 0; g < LANES && l + g < nq; ++g) {
-            float *      y = out(l + g);
-            const __m512 s = _mm512_set1_ps(inv[l + g]);
-            for (int c = 0; c < VECS; ++c) {
-                _mm512_mask_storeu_ps(y + 16 * c, c + 1 < VECS ? __mmask16(0xffff) : LAST, _mm512_mul_ps(acc[g][c], s));
-            }
+    }
+    for (int l = 0; l < nq; ++l) {
+        float *      y = out(l);
+        const __m512 s = _mm512_set1_ps(inv[l]);
+        for (int c = 0; c < VECS; ++c) {
+            _mm512_mask_storeu_ps(y + 16 * c, c + 1 < VECS ? __mmask16(0xffff) : LAST, _mm512_mul_ps(_mm512_load_ps(&sums[l][16 * c]), s));
         }
     }
 }
