@@ -72,7 +72,8 @@ std::unique_ptr<Graph> Transducer::build_joint() const {
 }
 
 TransducerState::TransducerState(const Transducer & model, Executor & exec)
-    : model_(model), exec_(exec), predict_(model.build_predict()), joint_(model.build_joint()) {
+    : model_(model), exec_(exec), joint_exec_(exec.device(), exec.n_threads()), predict_(model.build_predict()),
+      joint_(model.build_joint()) {
     for (int l = 0; l < model_.hparams().pred_layers; ++l) { // looked up once: a step allocates nothing
         state_out_.push_back({predict_->get(state_output("h_out", l).c_str()), predict_->get(state_output("c_out", l).c_str())});
     }
@@ -107,7 +108,7 @@ const std::vector<float> & TransducerState::joint(const float * enc_proj_row) {
         joint_in_[i] = enc_proj_row[i] + pred_proj_[i];
     }
     Graph & g = *joint_;
-    exec_.compute(g, [&] { tensor_set(g.get("joint_in"), joint_in_); });
+    joint_exec_.compute(g, [&] { tensor_set(g.get("joint_in"), joint_in_); });
     tensor_get_f32(g.get("logits"), logits_);
     return logits_;
 }

@@ -72,7 +72,8 @@ public:
 
 private:
     const Transducer &     model_;
-    Executor &             exec_;
+    Executor &             exec_;       // runs predict_
+    Executor               joint_exec_; // the joint's own, so that neither graph is allocated anew a step
     std::unique_ptr<Graph> predict_, joint_;
     std::vector<std::pair<ggml_tensor *, ggml_tensor *>> state_out_; // each layer's h and c outputs of predict_
     std::vector<float>     h_, c_, pred_out_, pred_proj_, joint_in_, logits_;

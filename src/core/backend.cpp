@@ -1,5 +1,7 @@
 #include "backend.h"
 
+#include <atomic>
+
 #include "error.h"
 #include "log.h"
 
@@ -47,6 +49,8 @@ ggml_backend_dev_t select_device(transcribe_backend backend, int device_index) {
 }
 
 Graph::Graph(size_t max_nodes, std::string label) : label_(std::move(label)) {
+    static std::atomic<uint64_t> made {0};
+    id_ = ++made;
     ggml_init_params params = {
         /*mem_size   =*/ggml_tensor_overhead() * max_nodes * 2 + ggml_graph_overhead_custom(max_nodes, false),
         /*mem_buffer =*/nullptr,
@@ -122,6 +126,7 @@ void Executor::init(int n_threads) {
 Executor::~Executor() { release(); }
 
 void Executor::release() {
+    allocated_ = 0;
     if (sched_) {
         ggml_backend_sched_free(sched_);
         sched_ = nullptr;
@@ -137,11 +142,16 @@ void Executor::release() {
 // are abandoned (their memory is lost, as it is to a failed allocation anyway) and made anew on the
 // next use, so that one failed run does not crash the session's later ones.
 void Executor::abandon() {
+    allocated_ = 0;
     sched_ = nullptr;
     backends_.clear();
 }
 
 void Executor::allocate(Graph & g) {
+    if (sched_ && allocated_ == g.id()) {
+        return;
+    }
+    allocated_ = 0;
     // A reused graph still carries the addresses of its previous allocation, which the allocator would
     // take as valid (and which dangle once its buffers grew for another graph): forget them.
     for (ggml_tensor * t = ggml_get_first_tensor(g.ctx()); t; t = ggml_get_next_tensor(g.ctx(), t)) {
@@ -162,6 +172,7 @@ void Executor::allocate(Graph & g) {
     if (!ok) {
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate compute buffers for a graph of %d nodes", ggml_graph_n_nodes(g.graph()));
     }
+    allocated_ = g.id();
 }
 
 void Executor::run(Graph & g) {
@@ -175,6 +186,7 @@ void Executor::run(Graph & g) {
         abandon();
     }
     if (st != GGML_STATUS_SUCCESS) {
+        allocated_ = 0; // allocated anew next time, whatever the failure left
         fail(st == GGML_STATUS_ALLOC_FAILED ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND, "graph compute failed (%s)",
              ggml_status_to_string(st));
     }

@@ -9,6 +9,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,8 +37,11 @@ public:
     void           output(ggml_tensor * t, const char * name);
     void           expand(ggml_tensor * t) { ggml_build_forward_expand(gf_, t); }
     const std::string & label() const { return label_; }
+    // Distinct for every graph made in the process (an address can be reused by a later graph).
+    uint64_t id() const { return id_; }
 
 private:
+    uint64_t       id_;
     ggml_context * ctx_ = nullptr;
     ggml_cgraph *  gf_  = nullptr;
     std::map<std::string, ggml_tensor *> named_;
@@ -53,7 +57,9 @@ public:
     Executor(const Executor &) = delete;
     Executor & operator=(const Executor &) = delete;
 
-    // Allocates the graph's intermediates (reusing the scheduler's buffers) and runs it.
+    // Allocates the graph's intermediates (reusing the scheduler's buffers) and runs it. A graph run
+    // again with no other graph allocated in between keeps its allocation: a decode step's graph of a
+    // few small ops cost more to split and allocate than to compute.
     void compute(Graph & g);
     // Inputs must be set after allocation: compute() calls set_inputs between the two.
     template <typename F> void compute(Graph & g, F && set_inputs) {
@@ -62,6 +68,7 @@ public:
         run(g);
     }
     ggml_backend_dev_t device() const { return device_; }
+    int n_threads() const { return n_threads_; }
     ggml_backend_buffer_type_t buffer_type() const { return ggml_backend_dev_buffer_type(device_); }
 
 private:
@@ -75,6 +82,7 @@ private:
     int                          n_threads_;
     std::vector<ggml_backend_t>  backends_;
     ggml_backend_sched_t         sched_ = nullptr;
+    uint64_t                     allocated_ = 0; // the id of the graph the scheduler's buffers hold, or 0
     std::unique_ptr<OpProfile>   profile_ = OpProfile::from_env();
 };
 
