@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -405,4 +406,65 @@ TEST(StackedGemv, Equals_separate_products_exactly) {
         return ggml_concat(c, ggml_concat(c, ys[0], ys[1], 0), ys[2], 0);
     });
     EXPECT_EQ(stacked, separate);
+}
+
+// The activation rows for Q8_0 weights made in one pass: the bytes ggml's CPU quantizer gives (what a
+// ggml cast to Q8_0 stores), and the per-block data avx512_gemm_prepare derives from them. Blocks of
+// zeros, of one value (every value at the scale), of values on rounding ties, and of normal values.
+TEST(Avx512GemmQ8_0Rows, Same_bytes_as_ggmls_quantizer_and_the_prepare_pass) {
+    if (!avx512_gemm_handles(GGML_TYPE_Q8_0)) {
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    constexpr int64_t K = 512, N = 3;
+    ASSERT_EQ(avx512_gemm_q8_0_row_bytes(K % 64 ? K : K + 32), 0) << "K not a multiple of 64 is refused";
+    const int64_t row_bytes = avx512_gemm_q8_0_row_bytes(K), nb = K / 32;
+    ASSERT_EQ(row_bytes, nb * 34 + avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K) * 4);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<float> x(size_t(K * N));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const size_t block = i / 32 % size_t(nb), j = i % 32;
+        if (block == 0) {
+            x[i] = 0.0f;
+        } else if (block == 1) {
+            x[i] = -3.5f;
+        } else if (block == 2) { // scale 1 (127 / 127): every other value halfway between two integers
+            x[i] = j == 0 ? 127.0f : float(int(j) - 16) + 0.5f;
+        } else {
+            x[i] = normal(rng);
+        }
+    }
+    std::vector<uint8_t> ours(size_t(row_bytes * N));
+    avx512_gemm_quantize_q8_0_rows(x.data(), size_t(K), K, 0, N, ours.data(), size_t(row_bytes));
+
+    const size_t q8_bytes = size_t(nb) * 34;
+    std::vector<uint8_t> ref_q(q8_bytes * size_t(N));
+    for (int64_t n = 0; n < N; ++n) {
+        ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(x.data() + n * K, ref_q.data() + size_t(n) * q8_bytes, K);
+    }
+    std::vector<int32_t> ref_aux(size_t(avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K) * N));
+    Avx512GemmArgs a;
+    a.type = GGML_TYPE_Q8_0;
+    a.w = nullptr;
+    a.x = ref_q.data();
+    a.x_row_bytes = q8_bytes;
+    a.aux = ref_aux.data();
+    a.aux_row_ints = size_t(avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K));
+    a.K = K;
+    a.M = 32;
+    a.N = N;
+    a.y = nullptr;
+    a.y_row_floats = 0;
+    avx512_gemm_prepare(a, 0, 1);
+    for (int64_t n = 0; n < N; ++n) {
+        const uint8_t * row = ours.data() + size_t(n * row_bytes);
+        EXPECT_EQ(std::vector<uint8_t>(row, row + q8_bytes),
+                  std::vector<uint8_t>(ref_q.begin() + long(n) * long(q8_bytes), ref_q.begin() + long(n + 1) * long(q8_bytes)))
+            << "row " << n;
+        std::vector<int32_t> aux(size_t(a.aux_row_ints));
+        std::memcpy(aux.data(), row + q8_bytes, aux.size() * sizeof(int32_t));
+        EXPECT_EQ(aux, std::vector<int32_t>(ref_aux.begin() + long(n) * long(a.aux_row_ints),
+                                            ref_aux.begin() + long(n + 1) * long(a.aux_row_ints)))
+            << "row " << n;
+    }
 }

@@ -760,6 +760,44 @@ int64_t avx512_gemm_aux_ints(ggml_type weight_type, int64_t K) {
     }
 }
 
+int64_t avx512_gemm_q8_0_row_bytes(int64_t K) {
+    if (K <= 0 || K % 64 != 0) {
+        return 0;
+    }
+    return K / QK8_0 * int64_t(Q8_0_BYTES) + avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K) * int64_t(sizeof(int32_t));
+}
+
+// Per block of 32: the largest magnitude, d = amax / 127 stored as F16, the values times 127 / amax
+// rounded to nearest even (ggml's AVX quantizer: not 1 / d, and not its scalar reference's roundf),
+// then the block's -128 * sum and the F16 scale widened, as Q8_0Kernel::prepare_rows makes them.
+AVX512_TARGET void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1,
+                                                  void * out, size_t out_row_bytes) {
+    const int64_t nb = K / QK8_0;
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+    for (int64_t n = n0; n < n1; ++n) {
+        const float * row = x + size_t(n) * x_row_floats;
+        uint8_t *     q   = static_cast<uint8_t *>(out) + size_t(n) * out_row_bytes;
+        int32_t *     sums = reinterpret_cast<int32_t *>(q + size_t(nb) * Q8_0_BYTES);
+        float *       dx   = reinterpret_cast<float *>(sums + nb * Q8_0Kernel::SUMS);
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m512 v0 = _mm512_loadu_ps(row + 32 * b), v1 = _mm512_loadu_ps(row + 32 * b + 16);
+            const __m512 a0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v0), magnitude));
+            const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v1), magnitude));
+            const float  amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+            const uint16_t d = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+            const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+            const __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            uint8_t * blk = q + size_t(b) * Q8_0_BYTES;
+            std::memcpy(blk, &d, sizeof d);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 2), _mm512_cvtsepi32_epi8(i0));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 18), _mm512_cvtsepi32_epi8(i1));
+            sums[b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+            dx[b]   = _cvtsh_ss(d);
+        }
+    }
+}
+
 void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
     switch (a.type) {
         case GGML_TYPE_Q8_0: prepare<Q8_0Kernel>(a, ith, nth); break;

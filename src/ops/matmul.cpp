@@ -27,6 +27,30 @@ bool in_repack_buffer(const ggml_tensor * w) {
 // Marks a weight stored in the panel layout (tensor->extra: nothing else reads a host weight's extra).
 const char kPanelLayout = 0;
 
+// src[0] = F32 rows, contiguous; dst = those rows as Q8_0 with their per-block data, split over the threads.
+void run_q8_0_rows(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t rows = ggml_nrows(x);
+    avx512_gemm_quantize_q8_0_rows(static_cast<const float *>(x->data), x->nb[1] / sizeof(float), x->ne[0], rows * ith / nth,
+                                   rows * (ith + 1) / nth, dst->data, dst->nb[1]);
+}
+
+// Whether X is made by run_q8_0_rows (I32 [row bytes / 4, N]: Q8_0 blocks, then the GEMM's per-block
+// data): ggml keeps a custom op's function first in its op_params.
+bool is_q8_0_rows(const ggml_tensor * x) {
+    if (x->op != GGML_OP_CUSTOM || x->type != GGML_TYPE_I32) {
+        return false;
+    }
+    ggml_custom_op_t fun;
+    std::memcpy(&fun, x->op_params, sizeof fun);
+    return fun == run_q8_0_rows;
+}
+
+// Where the per-block data of such a row starts.
+size_t q8_0_rows_aux_offset(int64_t K) {
+    return size_t(avx512_gemm_q8_0_row_bytes(K)) - size_t(avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K)) * sizeof(int32_t);
+}
+
 // The weight travels as the ops' user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
 // (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
@@ -58,7 +82,10 @@ void run_prepare(ggml_tensor * dst, int ith, int nth, void * weight) {
 void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
     int next = 1;
-    if (avx512_gemm_aux_ints(a.type, a.K) > 0) {
+    if (is_q8_0_rows(dst->src[0])) { // each row's per-block data after its blocks
+        a.aux          = reinterpret_cast<int32_t *>(static_cast<char *>(dst->src[0]->data) + q8_0_rows_aux_offset(a.K));
+        a.aux_row_ints = dst->src[0]->nb[1] / sizeof(int32_t);
+    } else if (avx512_gemm_aux_ints(a.type, a.K) > 0) {
         const ggml_tensor * aux = dst->src[next++];
         a.aux          = static_cast<int32_t *>(aux->data);
         a.aux_row_ints = aux->nb[1] / sizeof(int32_t);
@@ -193,8 +220,16 @@ void run_quantize_q8_k(ggml_tensor * dst, int ith, int nth, void *) {
 // X in the activation type ACT: our Q8_K quantizer where this CPU runs it (ggml's is its scalar
 // reference), ggml's cast otherwise.
 ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type act) {
-    if (act == x->type) {
+    if (act == x->type || is_q8_0_rows(x)) {
         return x;
+    }
+    const int64_t q8_0_row_bytes = avx512_gemm_q8_0_row_bytes(x->ne[0]);
+    if (act == GGML_TYPE_Q8_0 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && q8_0_row_bytes > 0) {
+        ggml_tensor * args[1] = {x};
+        ggml_tensor * q = ggml_custom_4d(ctx, GGML_TYPE_I32, q8_0_row_bytes / 4, ggml_nrows(x), 1, 1, args, 1, run_q8_0_rows,
+                                         GGML_N_TASKS_MAX, nullptr);
+        ggml_set_name(q, "q8_0_rows");
+        return q;
     }
     if (act == GGML_TYPE_Q8_K && x->type == GGML_TYPE_F32 && quantize_q8_k_available() && ggml_is_contiguous(x) && x->ne[0] % ggml_blck_size(GGML_TYPE_Q8_K) == 0) {
         ggml_tensor * args[1] = {x};
@@ -209,7 +244,9 @@ ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * 
     const ggml_type act = avx512_gemm_activation_type(w->type);
     ggml_tensor * args[3] = {to_activation_type(ctx, x, act), nullptr, nullptr};
     int n_args = 1;
-    if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
+    if (is_q8_0_rows(args[0])) {
+        // its per-block data travels in its rows
+    } else if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
         args[n_args++] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
     }
     if (b) {
@@ -234,7 +271,7 @@ template <typename Product> ggml_tensor * with_bias(ggml_context * ctx, const gg
 namespace ops {
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
-    if (x->type != GGML_TYPE_F32 && x->type == avx512_gemm_activation_type(w->type)) { // from activations_for()
+    if ((x->type != GGML_TYPE_F32 && x->type == avx512_gemm_activation_type(w->type)) || is_q8_0_rows(x)) { // from activations_for()
         return with_bias(ctx, w, b, [&](ggml_tensor * fused) { return avx512_gemm_op(ctx, w, x, fused); });
     }
     if (in_panel_layout(w)) { // only our kernels read it: the activations are brought to what they take
