@@ -467,7 +467,6 @@ TEST_F(Api, Batcher_long_audio_and_streaming_equal_a_plain_run) {
 
 // ---- Speculative decoding through the C API ----
 
-
 // A long recording (four copies of jfk in 12 s pieces): with a draft (the plain run's own ids, so right
 // for the first piece and shifted for the others; and the Parakeet fixture model's transcripts, each
 // piece its own), the ids, texts and segments are the plain run's; the timings count the drafts.

@@ -243,17 +243,16 @@ std::vector<RecordingPipeline::Outcome> RecordingPipeline::run_many(const float 
                     return true;
                 },
                 [&](size_t id, Transcript * t, std::exception_ptr error) {
-                    Outcome & o = out[size_t(together[id])];
+                    const int i = together[id];
+                    Outcome & o = out[size_t(i)];
                     o.ran = true;
                     if (t) {
                         try {
                             // Joined as run()'s one-piece plan joins it: an untimed segment spans the speech,
                             // not the recording's leading and trailing silence.
-                            const int i = together[id];
                             *t = plan_spans(pcm[i], {{0, n[i]}}, model_.info().sample_rate).join({std::move(*t)});
-                            align(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])]);
-                            attribute(*t, pcm[together[id]], n[together[id]], req, options[size_t(together[id])],
-                                      diarize_ms);
+                            align(*t, pcm[i], n[i], req, options[size_t(i)]);
+                            attribute(*t, pcm[i], n[i], req, options[size_t(i)], diarize_ms);
                             o.transcript = std::make_unique<Transcript>(std::move(*t));
                         } catch (...) {
                             o.error = std::current_exception();

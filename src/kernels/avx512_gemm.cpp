@@ -798,6 +798,14 @@ AVX512_TARGET void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_
     }
 }
 
+void avx512_gemm_read_q8_0_rows(Avx512GemmArgs & a, const void * rows, size_t row_bytes) {
+    a.x            = rows;
+    a.x_row_bytes  = row_bytes;
+    a.aux          = reinterpret_cast<int32_t *>(const_cast<uint8_t *>(static_cast<const uint8_t *>(rows)) +
+                                                 size_t(a.K / QK8_0) * Q8_0_BYTES);
+    a.aux_row_ints = row_bytes / sizeof(int32_t);
+}
+
 void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
     switch (a.type) {
         case GGML_TYPE_Q8_0: prepare<Q8_0Kernel>(a, ith, nth); break;

@@ -54,10 +54,11 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth);
 // row of K floats quantized to Q8_0 as ggml's CPU quantizer does it (the same bytes), its per-block data
 // right after its blocks. The bytes a row takes (a multiple of 4), 0 where K is not a multiple of 64.
 int64_t avx512_gemm_q8_0_row_bytes(int64_t K);
-// Rows [n0, n1) of X (row stride x_row_floats) into OUT (row stride out_row_bytes). A GEMM reads them
-// with x = OUT, x_row_bytes = out_row_bytes, aux = OUT + K / 32 * 34 and aux_row_ints = out_row_bytes / 4.
+// Rows [n0, n1) of X (row stride x_row_floats) into OUT (row stride out_row_bytes).
 void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1, void * out,
                                     size_t out_row_bytes);
+// Points A's activations (x and aux, for A.K) at such rows.
+void avx512_gemm_read_q8_0_rows(Avx512GemmArgs & a, const void * rows, size_t row_bytes);
 
 // y[n][m] = sum_k w[m][k] * x[n][k] (+ bias[m]). Thread ITH of NTH computes its share of the 32-row weight
 // panels; the shares do not overlap, so no barrier is needed. Nothing is allocated.

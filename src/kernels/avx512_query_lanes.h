@@ -155,7 +155,7 @@ QUERY_LANES_TARGET inline void weighted_values(const float (*w)[QUERY_LANES], co
     static_assert(HD % 8 == 0);
     constexpr int       VECS  = (HD + 15) / 16;
     constexpr int       VB    = VECS % 4 == 0 ? 4 : VECS % 3 == 0 ? 3 : VECS % 2 == 0 ? 2 : 1; // vectors a pass
-    constexpr int       LANES = VB == 4 ? 4 : VB == 2 ? 8 : VB == 3 ? 4 : 16;
+    constexpr int       LANES = VB == 3 ? 4 : 16 / VB; // lanes a pass: a divisor of 16
     constexpr __mmask16 LAST  = HD % 16 ? __mmask16((1u << (HD % 16)) - 1) : __mmask16(0xffff);
     constexpr size_t    EL    = T == GGML_TYPE_F16 ? 2 : 4;
     constexpr int64_t   CHUNK = std::max<int64_t>(16, int64_t(32 * 1024 / (HD * EL))); // keys whose V fits 32 KiB

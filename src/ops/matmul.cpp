@@ -46,11 +46,6 @@ bool is_q8_0_rows(const ggml_tensor * x) {
     return fun == run_q8_0_rows;
 }
 
-// Where the per-block data of such a row starts.
-size_t q8_0_rows_aux_offset(int64_t K) {
-    return size_t(avx512_gemm_q8_0_row_bytes(K)) - size_t(avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K)) * sizeof(int32_t);
-}
-
 // The weight travels as the ops' user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
 // (and ours, for Q4_K). Weights are constants, so the graph needs no edge from them.
@@ -83,8 +78,7 @@ void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
     int next = 1;
     if (is_q8_0_rows(dst->src[0])) { // each row's per-block data after its blocks
-        a.aux          = reinterpret_cast<int32_t *>(static_cast<char *>(dst->src[0]->data) + q8_0_rows_aux_offset(a.K));
-        a.aux_row_ints = dst->src[0]->nb[1] / sizeof(int32_t);
+        avx512_gemm_read_q8_0_rows(a, dst->src[0]->data, dst->src[0]->nb[1]);
     } else if (avx512_gemm_aux_ints(a.type, a.K) > 0) {
         const ggml_tensor * aux = dst->src[next++];
         a.aux          = static_cast<int32_t *>(aux->data);
