@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 namespace test {
@@ -101,7 +102,8 @@ float max_abs(const std::vector<float> & v) {
     return m;
 }
 
-std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build) {
+std::vector<uint8_t> compute_bytes_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build,
+                                          int * n_nodes) {
     ggml_init_params p = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true};
     ggml_context * ctx = ggml_init(p);
     ggml_cgraph *  gf  = ggml_new_graph(ctx);
@@ -110,10 +112,20 @@ std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_t
     ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
     EXPECT_TRUE(ggml_gallocr_alloc_graph(alloc, gf));
     EXPECT_EQ(ggml_backend_graph_compute(cpu, gf), GGML_STATUS_SUCCESS);
-    std::vector<float> out(size_t(ggml_nelements(y)));
-    ggml_backend_tensor_get(y, out.data(), 0, ggml_nbytes(y));
+    std::vector<uint8_t> out(ggml_nbytes(y));
+    ggml_backend_tensor_get(y, out.data(), 0, out.size());
+    if (n_nodes) {
+        *n_nodes = ggml_graph_n_nodes(gf);
+    }
     ggml_gallocr_free(alloc);
     ggml_free(ctx);
+    return out;
+}
+
+std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build) {
+    const std::vector<uint8_t> bytes = compute_bytes_on_cpu(cpu, build);
+    std::vector<float> out(bytes.size() / sizeof(float));
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
     return out;
 }
 

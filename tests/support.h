@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
@@ -81,6 +82,9 @@ private:
 
 // Builds the graph BUILD returns the output of, runs it on the CPU backend CPU, returns that output (F32).
 std::vector<float> compute_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build);
+// The same, the result's bytes as they are (any type); N_NODES: the graph's node count.
+std::vector<uint8_t> compute_bytes_on_cpu(ggml_backend_t cpu, const std::function<ggml_tensor *(ggml_context *)> & build,
+                                          int * n_nodes = nullptr);
 std::vector<float> golden_margins(const std::string & clip); // top-1 minus top-2 logit per step
 
 std::unique_ptr<transcribe::Model> load(const std::string & model_name, bool cpu_repack = true); // CPU, mapped

@@ -22,13 +22,23 @@ ggml_tensor * linear(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_
 // channels contiguous): the pointwise convolutions are then plain products, the bias adds and masks
 // whole-row vector ops, and the depthwise convolutions read 16 channels a load (ops/conv.h).
 
-// A 1x1 convolution of x [C, W, H] (contiguous): [C_out, W, H].
-ggml_tensor * pointwise_conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
+// relu(a 1x1 convolution of x [C, W, H] (contiguous)): [C_out, W, H].
+ggml_tensor * pointwise_conv2d_relu(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b) {
     const int64_t C = x->ne[0], W = x->ne[1], H = x->ne[2];
-    return ggml_reshape_3d(ctx, linear(ctx, ggml_reshape_2d(ctx, x, C, W * H), w, b), w->ne[1], W, H);
+    ops::Epilogue relu;
+    relu.relu = true;
+    return ggml_reshape_3d(ctx, ops::matmul(ctx, w, ggml_reshape_2d(ctx, x, C, W * H), b, relu), w->ne[1], W, H);
 }
 
 int ceil_half(int n) { return (n + 1) / 2; }
+
+// A module's last product adding SCALE times its result to the residual stream X.
+ops::Epilogue residual_epilogue(ggml_tensor * x, float scale) {
+    ops::Epilogue e;
+    e.residual = x;
+    e.scale    = scale;
+    return e;
+}
 
 } // namespace
 
@@ -144,18 +154,25 @@ int FastConformer::subsampled_length(int n_valid_frames) {
     return ceil_half(ceil_half(ceil_half(n_valid_frames)));
 }
 
-ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n) const {
-    return ops::layer_norm(ctx, x, n.w, n.b, hp_.ln_eps);
+ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n,
+                                        const std::vector<ggml_tensor *> & feeds) const {
+    return ops::layer_norm(ctx, x, n.w, n.b, hp_.ln_eps, feeds);
 }
 
-ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, const Linear & up, const Linear & down) const {
-    return linear(ctx, ggml_silu(ctx, linear(ctx, x, up.w, up.b)), down.w, down.b);
+// The Conformer's half-step feed-forward: x + 0.5 * down(silu(up(LN(x)))).
+ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, const Norm & n, const Linear & up,
+                                          const Linear & down) const {
+    ops::Epilogue silu_for_down;
+    silu_for_down.silu  = true;
+    silu_for_down.feeds = down.w;
+    ggml_tensor * h = ops::matmul(ctx, up.w, layer_norm(ctx, x, n, {up.w}), up.b, silu_for_down);
+    return ops::matmul(ctx, down.w, h, down.b, residual_epilogue(x, 0.5f));
 }
 
 // x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
 ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
     const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], R = pos->ne[1];
-    const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, x, {l.q.b, l.k.b, l.v.b});
+    const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, layer_norm(ctx, x, l.norm_att, {l.q.w, l.k.w, l.v.w}), {l.q.b, l.k.b, l.v.b});
     ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], hd, H, T);
     ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], hd, H, T);
     ggml_tensor * v = ggml_reshape_3d(ctx, qkv[2], hd, H, T);
@@ -163,13 +180,13 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
     // Models stored in BF16 or quantized score in BF16 (their drift bounds hold it); F32 models in F32.
     ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)),
                                              l.q.w->type != GGML_TYPE_F32);
-    return linear(ctx, ggml_reshape_2d(ctx, o, d, T), l.out.w, l.out.b);
+    return ops::matmul(ctx, l.out.w, ggml_reshape_2d(ctx, o, d, T), l.out.b, residual_epilogue(x, 1.0f));
 }
 
 ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const {
-    ggml_tensor * y = linear(ctx, x, l.pw1.w, l.pw1.b); // [2d, T]: GLU's two halves
+    ggml_tensor * y = linear(ctx, layer_norm(ctx, x, l.norm_conv, {l.pw1.w}), l.pw1.w, l.pw1.b); // [2d, T]: GLU's two halves
     // BatchNorm is folded into the depthwise kernel and bias (prepare).
-    return linear(ctx, ops::glu_conv(ctx, y, l.dw_folded.w, l.dw_folded.b), l.pw2.w, l.pw2.b);
+    return ops::matmul(ctx, l.pw2.w, ops::glu_conv(ctx, y, l.dw_folded.w, l.dw_folded.b), l.pw2.b, residual_epilogue(x, 1.0f));
 }
 
 ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
@@ -183,9 +200,9 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_tensor * m3 = g.input("mask3", GGML_TYPE_F32, C, 1, T3);
 
     ggml_tensor * x = ops::conv_then_depthwise(ctx, mel, sub_conv0.w, sub_conv0.b, m1, sub_dw1.w, sub_dw1.b, m2); // [C, F/4, T2]
-    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw1.w, sub_pw1.b)), m2);
+    x = ggml_mul(ctx, pointwise_conv2d_relu(ctx, x, sub_pw1.w, sub_pw1.b), m2);
     x = ops::depthwise_conv(ctx, x, sub_dw2.w, sub_dw2.b, m3);
-    x = ggml_mul(ctx, ggml_relu(ctx, pointwise_conv2d(ctx, x, sub_pw2.w, sub_pw2.b)), m3); // [C, F/8, T3]
+    x = ggml_mul(ctx, pointwise_conv2d_relu(ctx, x, sub_pw2.w, sub_pw2.b), m3); // [C, F/8, T3]
     // Flatten each time row channel-major (c * F/8 + f), then the output linear.
     const int64_t F8 = x->ne[1];
     x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3)); // [F/8, C, T3]
@@ -213,10 +230,10 @@ ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, Taps * tap
     ggml_tensor * pos = ops::activations_for(ctx, pos_ws, g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T)));
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
-        x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff1), l.ff1_up, l.ff1_down), 0.5f));
-        x = ggml_add(ctx, x, self_attention(ctx, layer_norm(ctx, x, l.norm_att), pos, l));
-        x = ggml_add(ctx, x, conv_module(ctx, layer_norm(ctx, x, l.norm_conv), l));
-        x = ggml_add(ctx, x, ggml_scale(ctx, feed_forward(ctx, layer_norm(ctx, x, l.norm_ff2), l.ff2_up, l.ff2_down), 0.5f));
+        x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
+        x = self_attention(ctx, x, pos, l);
+        x = conv_module(ctx, x, l);
+        x = feed_forward(ctx, x, l.norm_ff2, l.ff2_up, l.ff2_down);
         x = layer_norm(ctx, x, l.norm_out);
         if (taps && i == 0) {
             taps->layer0 = x;

@@ -85,8 +85,11 @@ private:
         Linear dw_folded; // kernel * bn_scale, (bias - mean) * bn_scale + bn_shift
     };
 
-    ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n) const;
-    ggml_tensor * feed_forward(ggml_context * ctx, ggml_tensor * x, const Linear & up, const Linear & down) const;
+    // FEEDS: the weights the result is multiplied by, and nothing else reads it (ops::layer_norm).
+    ggml_tensor * layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n, const std::vector<ggml_tensor *> & feeds = {}) const;
+    // Each module adds its output to the residual stream X it reads (through its own LayerNorm): the
+    // addition is the last product's epilogue.
+    ggml_tensor * feed_forward(ggml_context * ctx, ggml_tensor * x, const Norm & n, const Linear & up, const Linear & down) const;
     ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const;
     ggml_tensor * conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const;
     ggml_tensor * subsample(Graph & g, int n_frames) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "avx512_exp.h"
 #include "avx512_transpose.h" // and x86_simd.h
 #include "quant_blocks.h"
 
@@ -62,6 +63,13 @@ AVX512_TARGET inline void transpose_16x8(const uint8_t * p, size_t row_bytes, __
 // The tile's starting sums: what y holds so far (a later chunk of blocks), else the bias, else zero.
 template <int NR>
 TILE_INLINE void tile_begin(const Avx512GemmArgs & a, int64_t m0, int64_t n0, bool accumulate, __m512 (&acc)[NR][2]) {
+    if (a.residual) { // the epilogue's lines, a row apart (one L1 set when rows are 4 KiB): in flight while the sums run
+        for (int c = 0; c < NR; ++c) {
+            const float * r = a.residual + size_t(n0 + c) * a.residual_row_floats + m0;
+            _mm_prefetch(reinterpret_cast<const char *>(r), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(r + 16), _MM_HINT_T0);
+        }
+    }
     for (int c = 0; c < NR; ++c) {
         for (int h = 0; h < 2; ++h) {
             const float * y = a.y + size_t(n0 + c) * a.y_row_floats + m0 + 16 * h;
@@ -70,7 +78,102 @@ TILE_INLINE void tile_begin(const Avx512GemmArgs & a, int64_t m0, int64_t n0, bo
     }
 }
 
-template <int NR> TILE_INLINE void tile_end(const Avx512GemmArgs & a, int64_t m0, int64_t n0, const __m512 (&acc)[NR][2]) {
+// A Q8_0 activation row as avx512_gemm_quantize_q8_0_rows lays it out: its NB blocks, then the GEMM's
+// per-block data (SUMS, then DX).
+struct Q8_0Row {
+    uint8_t * blocks;
+    int32_t * sums;
+    float *   dx;
+};
+inline Q8_0Row q8_0_row(void * row, int64_t nb) {
+    uint8_t * blocks = static_cast<uint8_t *>(row);
+    int32_t * sums   = reinterpret_cast<int32_t *>(blocks + size_t(nb) * Q8_0_BYTES);
+    return {blocks, sums, reinterpret_cast<float *>(sums + nb)};
+}
+
+// Block B of a Q8_0 row from its 32 values V0, V1 as ggml's AVX quantizer makes it: the largest
+// magnitude, d = amax / 127 stored as F16, the values times 127 / amax rounded to nearest even (not
+// 1 / d, and not its scalar reference's roundf); then the block's -128 * sum and the F16 scale widened,
+// as Q8_0Kernel::prepare_rows makes them.
+AVX512_TARGET inline void quantize_q8_0_block(__m512 v0, __m512 v1, const Q8_0Row & row, int64_t b) {
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+    const __m512 a0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v0), magnitude));
+    const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v1), magnitude));
+    const float  amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+    const uint16_t d = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+    const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+    const __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    uint8_t * blk = row.blocks + size_t(b) * Q8_0_BYTES;
+    std::memcpy(blk, &d, sizeof d);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 2), _mm512_cvtsepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 18), _mm512_cvtsepi32_epi8(i1));
+    row.sums[b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+    row.dx[b]   = _cvtsh_ss(d);
+}
+
+// 16 floats rounded to BF16 as ggml's GGML_FP32_TO_BF16 rounds them: to nearest even, NaNs made quiet.
+AVX512_TARGET inline __m256i round_to_bf16(__m512 v) {
+    const __m512i u   = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+// The epilogue (Avx512GemmArgs) of columns [n0, n0 + NR)'s rows [m0, m0 + 32), whose sums (bias
+// included) are ACC: each step over all the columns before the next, so that their dependency chains
+// (SiLU's exponential and division, the quantizer's reductions) overlap.
+template <int NR>
+AVX512_TARGET __attribute__((noinline)) void epilogue(const Avx512GemmArgs & a, int64_t m0, int64_t n0, const __m512 (&acc)[NR][2]) {
+    __m512 h[NR][2];
+    for (int c = 0; c < NR; ++c) {
+        for (int i = 0; i < 2; ++i) {
+            h[c][i] = a.relu ? _mm512_max_ps(acc[c][i], _mm512_setzero_ps()) // x > 0 ? x : 0 (MAXPS gives 0 for -0 and NaN)
+                             : acc[c][i];
+        }
+    }
+    if (a.silu) {
+        for (int c = 0; c < NR; ++c) {
+            for (int i = 0; i < 2; ++i) {
+                h[c][i] = silu_as_ggml(h[c][i]);
+            }
+        }
+    }
+    if (a.residual) {
+        const __m512 scale = _mm512_set1_ps(a.residual_scale);
+        for (int c = 0; c < NR; ++c) {
+            for (int i = 0; i < 2; ++i) {
+                const __m512 r = _mm512_loadu_ps(a.residual + size_t(n0 + c) * a.residual_row_floats + m0 + 16 * i);
+                h[c][i] = _mm512_add_ps(r, a.residual_scale == 1.0f ? h[c][i] : _mm512_mul_ps(h[c][i], scale));
+            }
+        }
+    }
+    for (int c = 0; c < NR; ++c) {
+        uint8_t * row = reinterpret_cast<uint8_t *>(a.y) + size_t(n0 + c) * a.y_row_bytes;
+        switch (a.y_type) {
+            case GGML_TYPE_Q8_0: quantize_q8_0_block(h[c][0], h[c][1], q8_0_row(row, a.M / QK8_0), m0 / QK8_0); break;
+            case GGML_TYPE_BF16:
+                for (int i = 0; i < 2; ++i) {
+                    _mm256_storeu_si256(reinterpret_cast<__m256i *>(row + 2 * size_t(m0 + 16 * i)), round_to_bf16(h[c][i]));
+                }
+                break;
+            default:
+                for (int i = 0; i < 2; ++i) {
+                    _mm512_storeu_ps(a.y + size_t(n0 + c) * a.y_row_floats + m0 + 16 * i, h[c][i]);
+                }
+        }
+    }
+}
+
+// LAST: the sums are complete (the last chunk of K): then the epilogue runs on them.
+template <int NR>
+TILE_INLINE void tile_end(const Avx512GemmArgs & a, int64_t m0, int64_t n0, const __m512 (&acc)[NR][2], bool last) {
+    if (last && avx512_gemm_has_epilogue(a)) {
+        epilogue<NR>(a, m0, n0, acc);
+        return;
+    }
     for (int c = 0; c < NR; ++c) {
         for (int h = 0; h < 2; ++h) {
             _mm512_storeu_ps(a.y + size_t(n0 + c) * a.y_row_floats + m0 + 16 * h, acc[c][h]);
@@ -226,7 +329,7 @@ struct Q8_0Kernel {
                 scale_float<NR>(reinterpret_cast<const float *>(scales + size_t(b - b0) * SCALES_BLOCK), t, b, dot, acc);
             }
         }
-        tile_end<NR>(a, m0, n0, acc);
+        tile_end<NR>(a, m0, n0, acc, b1 * BLOCK == a.K);
     }
 };
 
@@ -426,7 +529,7 @@ struct Q4_KKernel {
             scale_float<NR>(d, t, b, sum, acc);
             scale_float<NR>(d + PANEL_ROWS, t, b, mn, acc); // dmin
         }
-        tile_end<NR>(a, m0, n0, acc);
+        tile_end<NR>(a, m0, n0, acc, b1 * BLOCK == a.K);
     }
 };
 
@@ -518,7 +621,7 @@ struct Q6_KKernel {
             }
             scale_float<NR>(reinterpret_cast<const float *>(sc + 16 * PANEL_ROWS), t, b, sum, acc);
         }
-        tile_end<NR>(a, m0, n0, acc);
+        tile_end<NR>(a, m0, n0, acc, b1 * BLOCK == a.K);
     }
 };
 
@@ -595,7 +698,7 @@ template <ggml_type TYPE> struct DwordKernel {
                 }
             }
         }
-        tile_end<NR>(a, m0, n0, acc);
+        tile_end<NR>(a, m0, n0, acc, b1 * BLOCK == a.K);
     }
 };
 
@@ -767,33 +870,25 @@ int64_t avx512_gemm_q8_0_row_bytes(int64_t K) {
     return K / QK8_0 * int64_t(Q8_0_BYTES) + avx512_gemm_aux_ints(GGML_TYPE_Q8_0, K) * int64_t(sizeof(int32_t));
 }
 
-// Per block of 32: the largest magnitude, d = amax / 127 stored as F16, the values times 127 / amax
-// rounded to nearest even (ggml's AVX quantizer: not 1 / d, and not its scalar reference's roundf),
-// then the block's -128 * sum and the F16 scale widened, as Q8_0Kernel::prepare_rows makes them.
 AVX512_TARGET void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1,
                                                   void * out, size_t out_row_bytes) {
     const int64_t nb = K / QK8_0;
-    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
     for (int64_t n = n0; n < n1; ++n) {
-        const float * row = x + size_t(n) * x_row_floats;
-        uint8_t *     q   = static_cast<uint8_t *>(out) + size_t(n) * out_row_bytes;
-        int32_t *     sums = reinterpret_cast<int32_t *>(q + size_t(nb) * Q8_0_BYTES);
-        float *       dx   = reinterpret_cast<float *>(sums + nb * Q8_0Kernel::SUMS);
+        const float * in  = x + size_t(n) * x_row_floats;
+        const Q8_0Row row = q8_0_row(static_cast<uint8_t *>(out) + size_t(n) * out_row_bytes, nb);
         for (int64_t b = 0; b < nb; ++b) {
-            const __m512 v0 = _mm512_loadu_ps(row + 32 * b), v1 = _mm512_loadu_ps(row + 32 * b + 16);
-            const __m512 a0 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v0), magnitude));
-            const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v1), magnitude));
-            const float  amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-            const uint16_t d = _cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
-            const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
-            const __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            uint8_t * blk = q + size_t(b) * Q8_0_BYTES;
-            std::memcpy(blk, &d, sizeof d);
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 2), _mm512_cvtsepi32_epi8(i0));
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(blk + 18), _mm512_cvtsepi32_epi8(i1));
-            sums[b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-            dx[b]   = _cvtsh_ss(d);
+            quantize_q8_0_block(_mm512_loadu_ps(in + 32 * b), _mm512_loadu_ps(in + 32 * b + 16), row, b);
+        }
+    }
+}
+
+AVX512_TARGET void avx512_gemm_round_bf16_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1,
+                                               void * out, size_t out_row_bytes) {
+    for (int64_t n = n0; n < n1; ++n) {
+        const float * in  = x + size_t(n) * x_row_floats;
+        uint8_t *     row = static_cast<uint8_t *>(out) + size_t(n) * out_row_bytes;
+        for (int64_t k = 0; k < K; k += 16) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(row + 2 * size_t(k)), round_to_bf16(_mm512_loadu_ps(in + k)));
         }
     }
 }
@@ -801,8 +896,7 @@ AVX512_TARGET void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_
 void avx512_gemm_read_q8_0_rows(Avx512GemmArgs & a, const void * rows, size_t row_bytes) {
     a.x            = rows;
     a.x_row_bytes  = row_bytes;
-    a.aux          = reinterpret_cast<int32_t *>(const_cast<uint8_t *>(static_cast<const uint8_t *>(rows)) +
-                                                 size_t(a.K / QK8_0) * Q8_0_BYTES);
+    a.aux          = q8_0_row(const_cast<void *>(rows), a.K / QK8_0).sums;
     a.aux_row_ints = row_bytes / sizeof(int32_t);
 }
 
@@ -816,6 +910,7 @@ void avx512_gemm_prepare(const Avx512GemmArgs & a, int ith, int nth) {
 }
 
 void avx512_gemm(const Avx512GemmArgs & a, int ith, int nth) {
+    GGML_ASSERT(a.panels || a.y_type == GGML_TYPE_F32); // the other paths keep partial sums in y
     if (a.panels) {
         const int64_t panels = a.M / PANEL_ROWS;
         gemm_stored(a, panels * ith / nth, panels * (ith + 1) / nth);
@@ -952,6 +1047,10 @@ bool avx512_gemm_handles(ggml_type) { return false; }
 int64_t avx512_gemm_aux_ints(ggml_type, int64_t) { return 0; }
 void avx512_gemm_prepare(const Avx512GemmArgs &, int, int) {}
 void avx512_gemm(const Avx512GemmArgs &, int, int) {}
+int64_t avx512_gemm_q8_0_row_bytes(int64_t) { return 0; }
+void avx512_gemm_quantize_q8_0_rows(const float *, size_t, int64_t, int64_t, int64_t, void *, size_t) {}
+void avx512_gemm_round_bf16_rows(const float *, size_t, int64_t, int64_t, int64_t, void *, size_t) {}
+void avx512_gemm_read_q8_0_rows(Avx512GemmArgs &, const void *, size_t) {}
 
 #endif
 

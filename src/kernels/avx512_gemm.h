@@ -39,10 +39,26 @@ struct Avx512GemmArgs {
     const void * x;               // N rows of K values in the activation type, row stride x_row_bytes
     int32_t *    aux = nullptr;   // N rows of avx512_gemm_aux_ints(type, K): made by avx512_gemm_prepare
     const float * bias = nullptr; // M floats added to every row of y, or none
-    float *      y;               // N rows of M floats, row stride y_row_floats
+    float *      y;               // N rows of M floats, row stride y_row_floats (but see y_type)
     int64_t      K, M, N;
     size_t       w_row_bytes, x_row_bytes, aux_row_ints = 0, y_row_floats;
+
+    // The epilogue, once a result's sums are complete: after the bias, ReLU or SiLU as ggml's relu and silu compute them; then residual +
+    // residual_scale * that, as ggml's scale then add compute it; then y stored as F32, or as the next
+    // product's activations: Q8_0 rows (avx512_gemm_quantize_q8_0_rows' bytes) or BF16 (ggml's
+    // rounding), y_row_bytes apart, for weights in the panel layout only (the other paths keep partial
+    // sums in y, a chunk of K at a time).
+    bool          relu     = false;
+    bool          silu     = false;
+    const float * residual = nullptr; // N rows of M floats, residual_row_floats apart
+    size_t        residual_row_floats = 0;
+    float         residual_scale      = 1.0f;
+    ggml_type     y_type   = GGML_TYPE_F32;
+    size_t        y_row_bytes = 0;
 };
+
+// Whether A asks for more than the bias in the epilogue.
+inline bool avx512_gemm_has_epilogue(const Avx512GemmArgs & a) { return a.relu || a.silu || a.residual || a.y_type != GGML_TYPE_F32; }
 
 // What the kernel for TYPE needs of each activation row beyond the row itself (per-block scales and
 // sums, 0 for BF16), as int32 values, and the pass that makes it from a.x into a.aux: thread ITH of
@@ -57,6 +73,9 @@ int64_t avx512_gemm_q8_0_row_bytes(int64_t K);
 // Rows [n0, n1) of X (row stride x_row_floats) into OUT (row stride out_row_bytes).
 void avx512_gemm_quantize_q8_0_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1, void * out,
                                     size_t out_row_bytes);
+// BF16 weights' activations: rows [n0, n1) of X rounded to BF16 as ggml's cast rounds them.
+void avx512_gemm_round_bf16_rows(const float * x, size_t x_row_floats, int64_t K, int64_t n0, int64_t n1, void * out,
+                                 size_t out_row_bytes);
 // Points A's activations (x and aux, for A.K) at such rows.
 void avx512_gemm_read_q8_0_rows(Avx512GemmArgs & a, const void * rows, size_t row_bytes);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "avx512_gemm.h"
 #include "custom_op.h"
 #include "x86_simd.h"
 
@@ -70,6 +71,26 @@ void run_layer_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
     }
 }
 
+// The longest row the layer norm makes into activations: a row's floats on the thread's stack.
+constexpr int64_t MAX_ACTIVATION_ROW = 4096;
+
+// As run_layer_norm, each row then made into the activations dst holds (Q8_0 rows in I32, or BF16).
+void run_layer_norm_to_activations(ggml_tensor * dst, int ith, int nth, void * eps) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t n = x->ne[0];
+    alignas(64) float normalized[MAX_ACTIVATION_ROW];
+    for (int64_t r = ith; r < ggml_nrows(x); r += nth) {
+        normalize_row(row(x, r), static_cast<const float *>(dst->src[1]->data), static_cast<const float *>(dst->src[2]->data),
+                      normalized, n, userdata_as_float(eps));
+        uint8_t * out = static_cast<uint8_t *>(dst->data) + size_t(r) * dst->nb[1];
+        if (dst->type == GGML_TYPE_BF16) {
+            avx512_gemm_round_bf16_rows(normalized, size_t(n), n, 0, 1, out, dst->nb[1]);
+        } else {
+            avx512_gemm_quantize_q8_0_rows(normalized, size_t(n), n, 0, 1, out, dst->nb[1]);
+        }
+    }
+}
+
 // src[0] = x, src[1] = w.
 void run_rms_norm(ggml_tensor * dst, int ith, int nth, void * eps) {
     const ggml_tensor * x = dst->src[0];
@@ -85,11 +106,26 @@ bool layer_norm_kernel_takes(const ggml_tensor * x) {
            x->ne[2] == 1 && x->ne[3] == 1;
 }
 
-ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps) {
+bool layer_norm_kernel_makes(ggml_type out_type, int64_t row_length) {
+    switch (out_type) {
+        case GGML_TYPE_F32:  return true;
+        case GGML_TYPE_BF16: return row_length <= MAX_ACTIVATION_ROW;
+        case GGML_TYPE_Q8_0: return row_length <= MAX_ACTIVATION_ROW && avx512_gemm_q8_0_row_bytes(row_length) > 0;
+        default:             return false;
+    }
+}
+
+ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps, ggml_type out_type) {
     ggml_tensor * args[] = {x, w, b};
-    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm,
-                                     GGML_N_TASKS_MAX, float_as_userdata(eps));
-    return ggml_set_name(y, "layer_norm");
+    if (out_type == GGML_TYPE_F32) {
+        ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], 1, 1, args, 3, run_layer_norm,
+                                         GGML_N_TASKS_MAX, float_as_userdata(eps));
+        return ggml_set_name(y, "layer_norm");
+    }
+    const bool    q8_0 = out_type == GGML_TYPE_Q8_0;
+    ggml_tensor * y = ggml_custom_4d(ctx, q8_0 ? GGML_TYPE_I32 : out_type, q8_0 ? avx512_gemm_q8_0_row_bytes(x->ne[0]) / 4 : x->ne[0],
+                                     x->ne[1], 1, 1, args, 3, run_layer_norm_to_activations, GGML_N_TASKS_MAX, float_as_userdata(eps));
+    return ggml_format_name(y, "layer_norm %s", ggml_type_name(out_type));
 }
 
 bool rms_norm_kernel_takes(const ggml_tensor * x) {
@@ -106,7 +142,8 @@ ggml_tensor * rms_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, 
 #else
 
 bool layer_norm_kernel_takes(const ggml_tensor *) { return false; }
-ggml_tensor * layer_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
+bool layer_norm_kernel_makes(ggml_type, int64_t) { return false; }
+ggml_tensor * layer_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float, ggml_type) { return nullptr; }
 bool rms_norm_kernel_takes(const ggml_tensor *) { return false; }
 ggml_tensor * rms_norm_op(ggml_context *, ggml_tensor *, ggml_tensor *, float) { return nullptr; }
 

@@ -13,7 +13,12 @@ namespace transcribe {
 bool layer_norm_kernel_takes(const ggml_tensor * x);
 
 // (x - mean) / sqrt(var + eps) * w + b over each row of X, mean and variance in double precision.
-ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps);
+// OUT_TYPE other than F32: the rows made straight into a product's activations, Q8_0 as our GEMM's Q8_0
+// rows (avx512_gemm_quantize_q8_0_rows, I32 [row bytes / 4, N]) or BF16 as ggml rounds to it, where
+// layer_norm_kernel_makes says the kernel can.
+bool layer_norm_kernel_makes(ggml_type out_type, int64_t row_length);
+ggml_tensor * layer_norm_op(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_tensor * b, float eps,
+                            ggml_type out_type = GGML_TYPE_F32);
 
 // Whether the kernel takes X: a contiguous F32 tensor (any number of dimensions) whose rows are
 // normalized, on a CPU that runs it; W as for the layer norm.

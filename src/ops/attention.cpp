@@ -1,5 +1,6 @@
 #include "attention.h"
 
+#include "matmul.h"
 #include "placement.h"
 
 #include "kernels/causal_attention.h"
@@ -108,7 +109,7 @@ ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * 
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                 ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, bool bf16_scores) {
     if (bf16_scores && rel_pos_attention_op_applies(q, k, v, p, bias_u, bias_v)) {
-        ggml_tensor * k16 = ggml_cast(ctx, k, GGML_TYPE_BF16), * p16 = ggml_cast(ctx, p, GGML_TYPE_BF16);
+        ggml_tensor * k16 = to_bf16(ctx, k), * p16 = to_bf16(ctx, p);
         if (rel_pos_attention_op_applies(q, k16, v, p16, bias_u, bias_v)) {
             return rel_pos_attention_op(ctx, q, k16, v, p16, bias_u, bias_v, scale);
         }

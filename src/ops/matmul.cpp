@@ -35,16 +35,18 @@ void run_q8_0_rows(ggml_tensor * dst, int ith, int nth, void *) {
                                    rows * (ith + 1) / nth, dst->data, dst->nb[1]);
 }
 
-// Whether X is made by run_q8_0_rows (I32 [row bytes / 4, N]: Q8_0 blocks, then the GEMM's per-block
-// data): ggml keeps a custom op's function first in its op_params.
-bool is_q8_0_rows(const ggml_tensor * x) {
-    if (x->op != GGML_OP_CUSTOM || x->type != GGML_TYPE_I32) {
-        return false;
-    }
-    ggml_custom_op_t fun;
-    std::memcpy(&fun, x->op_params, sizeof fun);
-    return fun == run_q8_0_rows;
-}
+// Our words in a custom op's op_params, after ggml's own (its function, task count and userdata): the
+// GEMM's epilogue, and the mark of Q8_0 rows in the last word.
+constexpr int kEpilogueAt = 6;
+static_assert(kEpilogueAt * sizeof(int32_t) >= 2 * sizeof(void *) + 2 * sizeof(int), "the epilogue would overlap ggml's custom op params");
+constexpr int     kRowsMarkAt = int(GGML_MAX_OP_PARAMS / sizeof(int32_t)) - 1;
+constexpr int32_t kQ8_0RowsMark = 0x52303851; // "Q80R"
+
+enum : int32_t { kHasBias = 1, kSilu = 2, kHasResidual = 4, kRelu = 8 };
+struct GemmEpilogueParams {
+    int32_t flags;
+    float   scale;
+};
 
 // The weight travels as the ops' user data rather than as a source: the scheduler would otherwise
 // refuse the op for a weight in ggml's CPU repack buffer, whose layout only ggml's own matmul reads
@@ -72,8 +74,9 @@ void run_prepare(ggml_tensor * dst, int ith, int nth, void * weight) {
     avx512_gemm_prepare(a, ith, nth);
 }
 
-// dst = W x (+ b), from src[0] = the quantized (or BF16) activations, then their per-block data where
-// the type has it, then the bias if there is one.
+// dst = the epilogue of W x (+ b), from src[0] = the quantized (or BF16) activations, then their
+// per-block data where the type has it and they do not carry it, then the bias and the residual as
+// the op's epilogue words say. dst: F32, BF16, or Q8_0 rows for the next product.
 void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
     Avx512GemmArgs a = args_of(static_cast<const ggml_tensor *>(weight), dst->src[0]);
     int next = 1;
@@ -84,11 +87,25 @@ void run_gemm(ggml_tensor * dst, int ith, int nth, void * weight) {
         a.aux          = static_cast<int32_t *>(aux->data);
         a.aux_row_ints = aux->nb[1] / sizeof(int32_t);
     }
-    if (next < GGML_MAX_SRC && dst->src[next]) {
-        a.bias = static_cast<const float *>(dst->src[next]->data);
+    GemmEpilogueParams e;
+    std::memcpy(&e, dst->op_params + kEpilogueAt, sizeof e);
+    if (e.flags & kHasBias) {
+        a.bias = static_cast<const float *>(dst->src[next++]->data);
     }
+    if (e.flags & kHasResidual) {
+        const ggml_tensor * r = dst->src[next++];
+        a.residual            = static_cast<const float *>(r->data);
+        a.residual_row_floats = r->nb[1] / sizeof(float);
+        a.residual_scale      = e.scale;
+    }
+    a.relu         = (e.flags & kRelu) != 0;
+    a.silu         = (e.flags & kSilu) != 0;
     a.y            = static_cast<float *>(dst->data);
     a.y_row_floats = dst->nb[1] / sizeof(float);
+    if (dst->type != GGML_TYPE_F32) {
+        a.y_type      = is_q8_0_rows(dst) ? GGML_TYPE_Q8_0 : dst->type;
+        a.y_row_bytes = dst->nb[1];
+    }
     avx512_gemm(a, ith, nth);
 }
 
@@ -145,6 +162,15 @@ bool gemm_takes_shape(const ggml_tensor * w) {
 }
 
 } // namespace
+
+bool is_q8_0_rows(const ggml_tensor * x) {
+    return x->op == GGML_OP_CUSTOM && x->type == GGML_TYPE_I32 && x->op_params[kRowsMarkAt] == kQ8_0RowsMark;
+}
+
+ggml_tensor * mark_as_q8_0_rows(ggml_tensor * x) {
+    x->op_params[kRowsMarkAt] = kQ8_0RowsMark;
+    return x;
+}
 
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x) {
     const bool host_layout = in_host_memory(w) && !w->extra;
@@ -211,11 +237,22 @@ void run_quantize_q8_k(ggml_tensor * dst, int ith, int nth, void *) {
     }
 }
 
-// X in the activation type ACT: our Q8_K quantizer where this CPU runs it (ggml's is its scalar
-// reference), ggml's cast otherwise.
+// Rows of dst (BF16) = rows of src[0] (F32, contiguous) rounded as ggml's cast rounds, split over the threads.
+void run_round_bf16(ggml_tensor * dst, int ith, int nth, void *) {
+    const ggml_tensor * x = dst->src[0];
+    const int64_t rows = ggml_nrows(x);
+    avx512_gemm_round_bf16_rows(static_cast<const float *>(x->data), size_t(x->ne[0]), x->ne[0], rows * ith / nth,
+                                rows * (ith + 1) / nth, dst->data, dst->nb[1]);
+}
+
+// X in the activation type ACT: our Q8_0 and Q8_K quantizers and BF16 rounding where this CPU runs them
+// (ggml's Q8_K is its scalar reference, its BF16 cast a scalar loop), ggml's cast otherwise.
 ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type act) {
     if (act == x->type || is_q8_0_rows(x)) {
         return x;
+    }
+    if (act == GGML_TYPE_BF16) {
+        return ops::to_bf16(ctx, x);
     }
     const int64_t q8_0_row_bytes = avx512_gemm_q8_0_row_bytes(x->ne[0]);
     if (act == GGML_TYPE_Q8_0 && x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && q8_0_row_bytes > 0) {
@@ -223,7 +260,7 @@ ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type 
         ggml_tensor * q = ggml_custom_4d(ctx, GGML_TYPE_I32, q8_0_row_bytes / 4, ggml_nrows(x), 1, 1, args, 1, run_q8_0_rows,
                                          GGML_N_TASKS_MAX, nullptr);
         ggml_set_name(q, "q8_0_rows");
-        return q;
+        return mark_as_q8_0_rows(q);
     }
     if (act == GGML_TYPE_Q8_K && x->type == GGML_TYPE_F32 && quantize_q8_k_available() && ggml_is_contiguous(x) && x->ne[0] % ggml_blck_size(GGML_TYPE_Q8_K) == 0) {
         ggml_tensor * args[1] = {x};
@@ -234,22 +271,40 @@ ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type 
     return ggml_cast(ctx, x, act);
 }
 
-ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+namespace {
+// The GEMM's node: W x (+ B), then (weights in the panel layout only) the epilogue E, the result in
+// OUT_TYPE (F32, BF16, or Q8_0 for Q8_0 rows).
+ggml_tensor * gemm_node(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b, const ops::Epilogue & e,
+                        ggml_type out_type) {
     const ggml_type act = avx512_gemm_activation_type(w->type);
-    ggml_tensor * args[3] = {to_activation_type(ctx, x, act), nullptr, nullptr};
+    ggml_tensor * args[4] = {to_activation_type(ctx, x, act), nullptr, nullptr, nullptr};
     int n_args = 1;
     if (is_q8_0_rows(args[0])) {
         // its per-block data travels in its rows
     } else if (const int64_t aux = avx512_gemm_aux_ints(w->type, w->ne[0])) {
         args[n_args++] = ggml_custom_4d(ctx, GGML_TYPE_I32, aux, x->ne[1], 1, 1, args, 1, run_prepare, GGML_N_TASKS_MAX, w);
     }
+    GemmEpilogueParams params = {(e.silu ? kSilu : 0) | (e.relu ? kRelu : 0), e.scale};
     if (b) {
         args[n_args++] = b;
+        params.flags |= kHasBias;
     }
-    ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, n_args, run_gemm,
-                                     GGML_N_TASKS_MAX, w);
+    if (e.residual) {
+        args[n_args++] = e.residual;
+        params.flags |= kHasResidual;
+    }
+    ggml_tensor * y = out_type == GGML_TYPE_Q8_0
+                          ? mark_as_q8_0_rows(ggml_custom_4d(ctx, GGML_TYPE_I32, avx512_gemm_q8_0_row_bytes(w->ne[1]) / 4, x->ne[1],
+                                                             1, 1, args, n_args, run_gemm, GGML_N_TASKS_MAX, w))
+                          : ggml_custom_4d(ctx, out_type, w->ne[1], x->ne[1], 1, 1, args, n_args, run_gemm, GGML_N_TASKS_MAX, w);
+    std::memcpy(y->op_params + kEpilogueAt, &params, sizeof params);
     ggml_format_name(y, "avx512_gemm %s", ggml_type_name(w->type));
     return y;
+}
+} // namespace
+
+ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b) {
+    return gemm_node(ctx, w, x, b, {}, GGML_TYPE_F32);
 }
 
 namespace {
@@ -288,23 +343,86 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
     return b ? ggml_add(ctx, y, b) : y;
 }
 
-namespace {
-// Whether every W of WS takes our GEMM for X's columns with the same activation type: X can then be
-// brought to that type once for all of them.
-bool gemms_share_activations(const std::vector<ggml_tensor *> & ws, const ggml_tensor * x) {
-    if (ws.size() < 2 || x->type != GGML_TYPE_F32 || !ggml_is_contiguous(x) || x->ne[2] != 1 || x->ne[3] != 1) {
-        return false;
+ggml_type gemm_activation_type(const std::vector<ggml_tensor *> & ws, const ggml_tensor * x) {
+    if (ws.empty() || x->type != GGML_TYPE_F32 || !ggml_is_contiguous(x) || x->ne[2] != 1 || x->ne[3] != 1) {
+        return GGML_TYPE_COUNT;
     }
     const ggml_type act = avx512_gemm_activation_type(ws[0]->type);
     for (ggml_tensor * w : ws) {
         const bool panel = in_panel_layout(w) && x->ne[1] > AVX512_PANEL_SMALL_N && x->ne[0] == w->ne[0];
         if (!(panel || avx512_gemm_applies(w, x)) || avx512_gemm_activation_type(w->type) != act) {
-            return false;
+            return GGML_TYPE_COUNT;
         }
     }
-    return true;
+    return act;
+}
+
+namespace {
+// Whether X can be brought to our GEMM's activation type once for all of several products.
+bool gemms_share_activations(const std::vector<ggml_tensor *> & ws, const ggml_tensor * x) {
+    return ws.size() >= 2 && gemm_activation_type(ws, x) != GGML_TYPE_COUNT;
+}
+
+// Whether our GEMM's epilogue can do E for W x (+ B): the GEMM takes them (weights in the panel layout:
+// more columns than a decode step, X F32 rows or already activations for W), the bias in host memory,
+// the residual F32 rows of the result's shape.
+bool epilogue_fuses(const ggml_tensor * w, const ggml_tensor * x, const ggml_tensor * b, const Epilogue & e) {
+    const ggml_type act = avx512_gemm_activation_type(w->type);
+    const bool activations = is_q8_0_rows(x) ? act == GGML_TYPE_Q8_0 && x->ne[0] * 4 == avx512_gemm_q8_0_row_bytes(w->ne[0])
+                                             : (x->type == act || x->type == GGML_TYPE_F32) && ggml_is_contiguous(x) && x->ne[0] == w->ne[0];
+    const bool residual = !e.residual || (e.residual->type == GGML_TYPE_F32 && ggml_is_contiguous(e.residual) &&
+                                          e.residual->ne[0] == w->ne[1] && e.residual->ne[1] == x->ne[1] &&
+                                          ggml_nelements(e.residual) == w->ne[1] * x->ne[1]);
+    const bool kernel = in_panel_layout(w) ? activations && x->ne[2] == 1 && x->ne[3] == 1 && x->ne[1] > AVX512_PANEL_SMALL_N
+                                           : avx512_gemm_applies(w, x);
+    return kernel && (!b || is_host_f32_vector(b, w->ne[1])) && residual;
+}
+
+// The type the epilogue makes W x in for E.feeds: that product's activation type where it reads them
+// as they are (both weights in the panel layout), else F32.
+ggml_type epilogue_output_type(const ggml_tensor * w, const Epilogue & e) {
+    if (!e.feeds || !in_panel_layout(w) || !in_panel_layout(e.feeds) || e.feeds->ne[0] != w->ne[1]) {
+        return GGML_TYPE_F32;
+    }
+    const ggml_type act = avx512_gemm_activation_type(e.feeds->type);
+    if (act == GGML_TYPE_Q8_0) {
+        return avx512_gemm_q8_0_row_bytes(w->ne[1]) > 0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F32;
+    }
+    return act == GGML_TYPE_BF16 ? act : GGML_TYPE_F32;
 }
 } // namespace
+
+ggml_tensor * to_bf16(ggml_context * ctx, ggml_tensor * x) {
+    if (x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && x->ne[0] % 16 == 0 && avx512_gemm_handles(GGML_TYPE_BF16)) {
+        ggml_tensor * args[1] = {x};
+        ggml_tensor * y = ggml_custom_4d(ctx, GGML_TYPE_BF16, x->ne[0], x->ne[1], x->ne[2], x->ne[3], args, 1, run_round_bf16,
+                                         GGML_N_TASKS_MAX, nullptr);
+        return ggml_set_name(y, "to_bf16");
+    }
+    return ggml_cast(ctx, x, GGML_TYPE_BF16);
+}
+
+bool fusion_enabled() {
+    const char * v = std::getenv("TRANSCRIBE_UNFUSED");
+    return !(v && *v && *v != '0');
+}
+
+ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b, const Epilogue & e) {
+    if (fusion_enabled() && epilogue_fuses(w, x, b, e)) {
+        return gemm_node(ctx, w, x, b, e, epilogue_output_type(w, e));
+    }
+    ggml_tensor * y = matmul(ctx, w, x, b);
+    if (e.relu) {
+        y = ggml_relu(ctx, y);
+    }
+    if (e.silu) {
+        y = ggml_silu(ctx, y);
+    }
+    if (e.residual) {
+        y = ggml_add(ctx, e.residual, e.scale == 1.0f ? y : ggml_scale(ctx, y, e.scale));
+    }
+    return y;
+}
 
 ggml_tensor * activations_for(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x) {
     return gemms_share_activations(ws, x) ? to_activation_type(ctx, x, avx512_gemm_activation_type(ws[0]->type)) : x;

@@ -27,6 +27,31 @@ ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_
 std::vector<ggml_tensor *> matmuls(ggml_context * ctx, const std::vector<ggml_tensor *> & ws, ggml_tensor * x,
                                    const std::vector<ggml_tensor *> & bs = {});
 
+// What a product's result goes through before anything else reads it: done in our GEMM's epilogue
+// where the weights are in the panel layout and X has more columns than a decode step (no pass over
+// the result in memory), else by ggml's ops after the product; the same values either way.
+struct Epilogue {
+    bool          relu     = false;   // relu(W x + b)
+    bool          silu     = false;   // silu(W x + b)
+    ggml_tensor * residual = nullptr; // then residual + scale * that ([M, N], F32)
+    float         scale    = 1.0f;
+    ggml_tensor * feeds    = nullptr; // the weight the result is multiplied by next, and only by it: the
+                                      // result is then made in that product's activation type if it can be
+};
+ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b, const Epilogue & e);
+
+// X (F32) rounded to BF16 as ggml's cast rounds it, by our vector kernel where it runs.
+ggml_tensor * to_bf16(ggml_context * ctx, ggml_tensor * x);
+
+// TRANSCRIBE_UNFUSED=1 when a graph is built leaves epilogues, and activations made by the ops before a
+// product, to separate passes (read at every build: bench/fusion_ab compares both in one process).
+bool fusion_enabled();
+
+// The activation type our GEMM brings X to for every W of WS, where it takes them all with one type;
+// else GGML_TYPE_COUNT. Rows made in that type (or Q8_0 rows, see is_q8_0_rows) go to matmul() as
+// they are.
+ggml_type gemm_activation_type(const std::vector<ggml_tensor *> & ws, const ggml_tensor * x);
+
 // X for products with each W of WS made apart (matmul(W, result) anywhere in the graph: a product
 // per layer of one input): in our GEMM's activation type, brought there once, where that GEMM takes
 // them all; else X itself.
@@ -38,6 +63,11 @@ ggml_tensor * activations_for(ggml_context * ctx, const std::vector<ggml_tensor 
 // by a ggml copy, ggml's own quantize_row), then the custom op runs; B, if given, is added in the
 // kernel's epilogue.
 ggml_tensor * avx512_gemm_op(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b = nullptr);
+
+// Q8_0 activation rows with our GEMM's per-block data after each row (I32 [row bytes / 4, N],
+// avx512_gemm_q8_0_row_bytes), as the ops that make them mark them; matmul() takes them as they are.
+bool is_q8_0_rows(const ggml_tensor * x);
+ggml_tensor * mark_as_q8_0_rows(ggml_tensor * x);
 
 // Whether ops::matmul() would take the kernel for these operands.
 bool avx512_gemm_applies(const ggml_tensor * w, const ggml_tensor * x);
