@@ -277,16 +277,37 @@ void FastConformer::set_subsampling_inputs(Graph & g, const std::vector<float> &
 
 void FastConformer::set_position_inputs(Graph & g, int64_t T) const {
     const int64_t d = hp_.d_model;
-    std::vector<float> pe(size_t(d) * size_t(relative_positions(T)), 0.0f);
-    for (int64_t r = 0; r < 2 * T - 1; ++r) {
-        const double p = double(T - 1 - r);
-        for (int64_t k = 0; k < d / 2; ++k) {
-            const double w = std::exp(-double(2 * k) * std::log(10000.0) / double(d));
-            pe[size_t(r * d + 2 * k)]     = float(std::sin(p * w));
-            pe[size_t(r * d + 2 * k + 1)] = float(std::cos(p * w));
+    std::shared_ptr<const std::vector<float>> table;
+    int64_t table_T = 0;
+    {
+        std::lock_guard<std::mutex> lock(positions_mutex_);
+        if (positions_T_ < T) {
+            auto pe = std::make_shared<std::vector<float>>(size_t(d) * size_t(2 * T - 1));
+            std::vector<double> freq(size_t(d / 2));
+            for (int64_t k = 0; k < d / 2; ++k) {
+                freq[size_t(k)] = std::exp(-double(2 * k) * std::log(10000.0) / double(d));
+            }
+            for (int64_t r = 0; r < 2 * T - 1; ++r) {
+                const double p = double(T - 1 - r);
+                for (int64_t k = 0; k < d / 2; ++k) {
+                    (*pe)[size_t(r * d + 2 * k)]     = float(std::sin(p * freq[size_t(k)]));
+                    (*pe)[size_t(r * d + 2 * k + 1)] = float(std::cos(p * freq[size_t(k)]));
+                }
+            }
+            positions_   = std::move(pe);
+            positions_T_ = T;
         }
+        table   = positions_;
+        table_T = positions_T_;
     }
-    tensor_set(g.get("pos_emb"), pe);
+    // Position T-1 is row table_T - T of the table; the padding columns after 2T-1 stay zero.
+    ggml_tensor * pos = g.get("pos_emb");
+    const size_t  row_bytes = size_t(d) * sizeof(float), rows = size_t(2 * T - 1);
+    ggml_backend_tensor_set(pos, table->data() + size_t(table_T - T) * size_t(d), 0, rows * row_bytes);
+    const std::vector<float> zeros(size_t(relative_positions(T)) * size_t(d) - rows * size_t(d), 0.0f);
+    if (!zeros.empty()) {
+        ggml_backend_tensor_set(pos, zeros.data(), rows * row_bytes, zeros.size() * sizeof(float));
+    }
 }
 
 void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {

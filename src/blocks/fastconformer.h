@@ -6,6 +6,8 @@
 #include "core/backend.h"
 #include "core/model_file.h"
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -95,6 +97,12 @@ private:
     ggml_tensor * subsample(Graph & g, int n_frames) const;
 
     FastConformerHParams hp_;
+    // The sinusoidal embeddings of relative positions T-1 ... -(T-1) for the largest T asked so far
+    // (2T-1 rows of d_model): a shorter window's are its middle rows, each row a function of its
+    // position alone. Made once rather than every run (a streaming diarizer asks at every step).
+    mutable std::mutex                                 positions_mutex_;
+    mutable std::shared_ptr<const std::vector<float>> positions_;
+    mutable int64_t                                    positions_T_ = 0;
     Linear sub_conv0, sub_dw1, sub_pw1, sub_dw2, sub_pw2, sub_out;
     std::vector<Layer> layers_;
     ggml_context * folded_ctx_ = nullptr;

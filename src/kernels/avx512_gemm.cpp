@@ -702,16 +702,45 @@ template <ggml_type TYPE> struct DwordKernel {
     }
 };
 
-// The last N % TILE_COLS columns, with a tile of that width.
+// A tile of WIDTH (1 .. NR) columns from N0.
 template <typename Kernel, int NR>
-AVX512_TARGET void tail(const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales, int64_t m0, int64_t n0,
-                        int64_t b0, int64_t b1, bool accumulate) {
+AVX512_TARGET void narrow_tile(int64_t width, const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales, int64_t m0,
+                               int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
     if constexpr (NR > 0) {
-        if (a.N - n0 == NR) {
+        if (width == NR) {
             Kernel::template tile<NR>(a, panel, scales, m0, n0, b0, b1, accumulate);
         } else {
-            tail<Kernel, NR - 1>(a, panel, scales, m0, n0, b0, b1, accumulate);
+            narrow_tile<Kernel, NR - 1>(width, a, panel, scales, m0, n0, b0, b1, accumulate);
         }
+    }
+}
+
+// Runs N columns as tiles through RUN_TILE(n0, width): TILE columns each, except that where N leaves
+// a remainder the last TILE + remainder columns go as two tiles of about half that (a tile of one or
+// two columns reads the panel's weights for as few products, at a fraction of the full tiles' rate).
+template <int TILE, typename F> inline void column_tiles(int64_t N, F && run_tile) {
+    const int64_t full = N % TILE != 0 && N > TILE ? N / TILE - 1 : N / TILE;
+    int64_t n0 = 0;
+    for (int64_t i = 0; i < full; ++i, n0 += TILE) {
+        run_tile(n0, int64_t(TILE));
+    }
+    const int64_t left = N - n0;
+    if (left > TILE) {
+        run_tile(n0, (left + 1) / 2);
+        run_tile(n0 + (left + 1) / 2, left / 2);
+    } else if (left > 0) {
+        run_tile(n0, left);
+    }
+}
+
+// The tile of WIDTH columns from N0, TILE_COLS wide or narrower.
+template <typename Kernel>
+AVX512_TARGET inline void any_tile(int64_t width, const Avx512GemmArgs & a, const uint8_t * panel, const uint8_t * scales,
+                                   int64_t m0, int64_t n0, int64_t b0, int64_t b1, bool accumulate) {
+    if (width == Kernel::TILE_COLS) {
+        Kernel::template tile<Kernel::TILE_COLS>(a, panel, scales, m0, n0, b0, b1, accumulate);
+    } else {
+        narrow_tile<Kernel, Kernel::TILE_COLS - 1>(width, a, panel, scales, m0, n0, b0, b1, accumulate);
     }
 }
 
@@ -762,13 +791,11 @@ AVX512_TARGET void gemm(const Avx512GemmArgs & a, int ith, int nth) {
             // next panel) comes in from memory, which unpacking would otherwise wait for.
             const int64_t next_m0 = b1 < nb ? m0 : m0 + int64_t(nth) * PANEL_ROWS, next_b0 = b1 < nb ? b1 : 0;
             const SourceSpans next = next_m0 < a.M ? source_spans<Kernel>(a, next_m0, next_b0, std::min(next_b0 + chunk, nb)) : SourceSpans{};
-            const int64_t tiles = a.N / Kernel::TILE_COLS;
-            int64_t n0 = 0;
-            for (int64_t i = 0; n0 + Kernel::TILE_COLS <= a.N; n0 += Kernel::TILE_COLS, ++i) {
-                prefetch_part(next, i, tiles);
-                Kernel::template tile<Kernel::TILE_COLS>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
-            }
-            tail<Kernel, Kernel::TILE_COLS - 1>(a, panel, scales, m0, n0, b0, b1, b0 > 0);
+            const int64_t tiles = (a.N + Kernel::TILE_COLS - 1) / Kernel::TILE_COLS;
+            column_tiles<Kernel::TILE_COLS>(a.N, [&](int64_t n0, int64_t width) {
+                prefetch_part(next, n0 / Kernel::TILE_COLS, tiles);
+                any_tile<Kernel>(width, a, panel, scales, m0, n0, b0, b1, b0 > 0);
+            });
         }
     }
 }
@@ -805,11 +832,7 @@ template <typename Stored> AVX512_TARGET void gemm_stored_panels(const Avx512Gem
     for (int64_t pi = panel0; pi < panel1; ++pi) {
         const int64_t   m0    = pi * PANEL_ROWS;
         const uint8_t * panel = static_cast<const uint8_t *>(a.w) + size_t(pi) * size_t(nb) * Stored::BLOCK_BYTES;
-        int64_t n0 = 0;
-        for (; n0 + Stored::TILE_COLS <= a.N; n0 += Stored::TILE_COLS) {
-            Stored::template tile<Stored::TILE_COLS>(a, panel, nullptr, m0, n0, 0, nb, false);
-        }
-        tail<Stored, Stored::TILE_COLS - 1>(a, panel, nullptr, m0, n0, 0, nb, false);
+        column_tiles<Stored::TILE_COLS>(a.N, [&](int64_t n0, int64_t width) { any_tile<Stored>(width, a, panel, nullptr, m0, n0, 0, nb, false); });
     }
 }
 
