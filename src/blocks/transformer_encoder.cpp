@@ -40,16 +40,22 @@ ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggm
     const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
-    auto apply = [&](const Linear & l, ggml_tensor * t) { return ops::matmul(ctx, l.w, t, l.b); };
     auto heads = [&](ggml_tensor * t) { return ggml_reshape_3d(ctx, t, hd, nh, T); }; // [H, T] -> [hd, nh, T]
     for (size_t il = 0; il < layers_.size(); ++il) {
         const Layer & l = layers_[il];
-        ggml_tensor * o = ops::self_attention(ctx, heads(apply(l.q, x)), heads(apply(l.k, x)), heads(apply(l.v, x)), scale,
-                                              l.o.w);
-        x = ops::layer_norm(ctx, ggml_add(ctx, x, apply(l.o, ggml_reshape_2d(ctx, o, H, T))), l.attn_norm.w, l.attn_norm.b,
-                            hp_.norm_eps);
-        ggml_tensor * ff = apply(l.down, ggml_relu(ctx, apply(l.up, x)));
-        x = ops::layer_norm(ctx, ggml_add(ctx, x, ff), l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
+        const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, x, {l.q.b, l.k.b, l.v.b});
+        ggml_tensor * o   = ops::self_attention(ctx, heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), scale, l.o.w);
+        // Post-norm: x = LN(x + attention), then LN(x + down(relu(up(x)))), each add the product's epilogue.
+        ops::Epilogue add_to_x;
+        add_to_x.residual = x;
+        x = ops::layer_norm(ctx, ops::matmul(ctx, l.o.w, ggml_reshape_2d(ctx, o, H, T), l.o.b, add_to_x), l.attn_norm.w,
+                            l.attn_norm.b, hp_.norm_eps);
+        ops::Epilogue relu_for_down, add_to_ln;
+        relu_for_down.relu  = true;
+        relu_for_down.feeds = l.down.w;
+        add_to_ln.residual  = x;
+        ggml_tensor * x_ff  = ops::matmul(ctx, l.down.w, ops::matmul(ctx, l.up.w, x, l.up.b, relu_for_down), l.down.b, add_to_ln);
+        x = ops::layer_norm(ctx, x_ff, l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
         if (il == 0 && first_layer) {
             *first_layer = x;
         }
