@@ -172,7 +172,8 @@ ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, c
 // x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
 ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
     const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], R = pos->ne[1];
-    const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, layer_norm(ctx, x, l.norm_att, {l.q.w, l.k.w, l.v.w}), {l.q.b, l.k.b, l.v.b});
+    const std::vector<ggml_tensor *> qkv_w = {l.q.w, l.k.w, l.v.w};
+    const auto qkv = ops::matmuls(ctx, qkv_w, layer_norm(ctx, x, l.norm_att, qkv_w), {l.q.b, l.k.b, l.v.b});
     ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], hd, H, T);
     ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], hd, H, T);
     ggml_tensor * v = ggml_reshape_3d(ctx, qkv[2], hd, H, T);
@@ -186,7 +187,8 @@ ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x,
 ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const {
     ggml_tensor * y = linear(ctx, layer_norm(ctx, x, l.norm_conv, {l.pw1.w}), l.pw1.w, l.pw1.b); // [2d, T]: GLU's two halves
     // BatchNorm is folded into the depthwise kernel and bias (prepare).
-    return ops::matmul(ctx, l.pw2.w, ops::glu_conv(ctx, y, l.dw_folded.w, l.dw_folded.b), l.pw2.b, residual_epilogue(x, 1.0f));
+    ggml_tensor * h = ops::glu_conv(ctx, y, l.dw_folded.w, l.dw_folded.b);
+    return ops::matmul(ctx, l.pw2.w, h, l.pw2.b, residual_epilogue(x, 1.0f));
 }
 
 ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {

@@ -43,11 +43,11 @@ struct Avx512GemmArgs {
     int64_t      K, M, N;
     size_t       w_row_bytes, x_row_bytes, aux_row_ints = 0, y_row_floats;
 
-    // The epilogue, once a result's sums are complete: after the bias, ReLU or SiLU as ggml's relu and silu compute them; then residual +
-    // residual_scale * that, as ggml's scale then add compute it; then y stored as F32, or as the next
-    // product's activations: Q8_0 rows (avx512_gemm_quantize_q8_0_rows' bytes) or BF16 (ggml's
-    // rounding), y_row_bytes apart, for weights in the panel layout only (the other paths keep partial
-    // sums in y, a chunk of K at a time).
+    // The epilogue, once a result's sums are complete: after the bias, ReLU or SiLU as ggml's relu and
+    // silu compute them; then residual + residual_scale * that, as ggml's scale then add compute it;
+    // then y stored as F32, or as the next product's activations, y_row_bytes apart: Q8_0 rows
+    // (avx512_gemm_quantize_q8_0_rows' bytes) or BF16 (ggml's rounding), for weights in the panel
+    // layout only (the other paths keep partial sums in y, a chunk of K at a time).
     bool          relu     = false;
     bool          silu     = false;
     const float * residual = nullptr; // N rows of M floats, residual_row_floats apart

@@ -36,7 +36,8 @@ void run_q8_0_rows(ggml_tensor * dst, int ith, int nth, void *) {
 }
 
 // Our words in a custom op's op_params, after ggml's own (its function, task count and userdata): the
-// GEMM's epilogue, and the mark of Q8_0 rows in the last word.
+// GEMM's epilogue, and the mark of Q8_0 rows in the last word. (The GEMV keeps its shares in the tail
+// of its own nodes, which are F32 and carry no epilogue, so neither is ever read there.)
 constexpr int kEpilogueAt = 6;
 static_assert(kEpilogueAt * sizeof(int32_t) >= 2 * sizeof(void *) + 2 * sizeof(int), "the epilogue would overlap ggml's custom op params");
 constexpr int     kRowsMarkAt = int(GGML_MAX_OP_PARAMS / sizeof(int32_t)) - 1;
@@ -147,11 +148,14 @@ void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
 }
 
 // TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
+// Whether the switch NAME is set in the environment (to anything but empty or 0).
+bool switched_on(const char * name) {
+    const char * v = std::getenv(name);
+    return v && *v && *v != '0';
+}
+
 bool enabled() {
-    static const bool on = [] {
-        const char * v = std::getenv("TRANSCRIBE_NO_AVX512_GEMM");
-        return !(v && *v && *v != '0');
-    }();
+    static const bool on = !switched_on("TRANSCRIBE_NO_AVX512_GEMM");
     return on;
 }
 
@@ -272,8 +276,8 @@ ggml_tensor * to_activation_type(ggml_context * ctx, ggml_tensor * x, ggml_type 
 }
 
 namespace {
-// The GEMM's node: W x (+ B), then (weights in the panel layout only) the epilogue E, the result in
-// OUT_TYPE (F32, BF16, or Q8_0 for Q8_0 rows).
+// The GEMM's node: W x (+ B), then the epilogue E, the result in OUT_TYPE (F32; BF16 or Q8_0 rows
+// for weights in the panel layout only).
 ggml_tensor * gemm_node(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b, const ops::Epilogue & e,
                         ggml_type out_type) {
     const ggml_type act = avx512_gemm_activation_type(w->type);
@@ -402,10 +406,7 @@ ggml_tensor * to_bf16(ggml_context * ctx, ggml_tensor * x) {
     return ggml_cast(ctx, x, GGML_TYPE_BF16);
 }
 
-bool fusion_enabled() {
-    const char * v = std::getenv("TRANSCRIBE_UNFUSED");
-    return !(v && *v && *v != '0');
-}
+bool fusion_enabled() { return !switched_on("TRANSCRIBE_UNFUSED"); }
 
 ggml_tensor * matmul(ggml_context * ctx, ggml_tensor * w, ggml_tensor * x, ggml_tensor * b, const Epilogue & e) {
     if (fusion_enabled() && epilogue_fuses(w, x, b, e)) {
