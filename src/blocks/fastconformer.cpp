@@ -191,7 +191,7 @@ ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, co
     return ops::matmul(ctx, l.pw2.w, h, l.pw2.b, residual_epilogue(x, 1.0f));
 }
 
-ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
+ggml_tensor * FastConformer::subsample(Graph & g, int n_frames, int n_valid) const {
     ggml_context * ctx = g.ctx();
     const int T1 = ceil_half(n_frames), T2 = ceil_half(T1), T3 = ceil_half(T2);
     ggml_tensor * mel = g.input("mel", GGML_TYPE_F32, hp_.n_mels, n_frames);
@@ -201,10 +201,15 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
     ggml_tensor * m2 = g.input("mask2", GGML_TYPE_F32, C, 1, T2);
     ggml_tensor * m3 = g.input("mask3", GGML_TYPE_F32, C, 1, T3);
 
+    // The pointwise convolutions' outputs are masked only where the stage has padded rows (a multiply
+    // by ones is exact, and over a long window's maps it is a pass through memory worth skipping).
+    const int V2 = ceil_half(ceil_half(n_valid)), V3 = ceil_half(V2);
+    auto masked = [&](ggml_tensor * y, ggml_tensor * mask, bool padded) { return padded ? ggml_mul(ctx, y, mask) : y; };
+
     ggml_tensor * x = ops::conv_then_depthwise(ctx, mel, sub_conv0.w, sub_conv0.b, m1, sub_dw1.w, sub_dw1.b, m2); // [C, F/4, T2]
-    x = ggml_mul(ctx, pointwise_conv2d_relu(ctx, x, sub_pw1.w, sub_pw1.b), m2);
+    x = masked(pointwise_conv2d_relu(ctx, x, sub_pw1.w, sub_pw1.b), m2, V2 < T2);
     x = ops::depthwise_conv(ctx, x, sub_dw2.w, sub_dw2.b, m3);
-    x = ggml_mul(ctx, pointwise_conv2d_relu(ctx, x, sub_pw2.w, sub_pw2.b), m3); // [C, F/8, T3]
+    x = masked(pointwise_conv2d_relu(ctx, x, sub_pw2.w, sub_pw2.b), m3, V3 < T3); // [C, F/8, T3]
     // Flatten each time row channel-major (c * F/8 + f), then the output linear.
     const int64_t F8 = x->ne[1];
     x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3)); // [F/8, C, T3]
@@ -213,7 +218,7 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames) const {
 
 ggml_tensor * FastConformer::build_subsampling(Graph & g, int n_frames, int n_valid) const {
     ggml_context * ctx = g.ctx();
-    ggml_tensor * x = subsample(g, n_frames);
+    ggml_tensor * x = subsample(g, n_frames, n_valid);
     // Keep only the valid rows: later layers mask everything past them, so dropping them is exact.
     return ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, subsampled_length(n_valid), x->nb[1], 0));
 }

@@ -48,7 +48,9 @@ public:
         ggml_tensor * layer0     = nullptr;
         ggml_tensor * last       = nullptr;
     };
-    // Graph input "mel" is [n_mels, n_frames] (frequency fastest). Returns [d_model, L3].
+    // Graph input "mel" is [n_mels, n_frames] (frequency fastest). Returns [d_model, L3]. The graph is
+    // for this n_valid as well as n_frames (its output rows and masking follow it): set its inputs with
+    // the same.
     ggml_tensor * build(Graph & g, int n_frames, int n_valid, Taps * taps) const;
     // Sets the inputs build() declared, from channel-major mel features.
     void set_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int n_valid) const;
@@ -94,7 +96,7 @@ private:
     ggml_tensor * feed_forward(ggml_context * ctx, ggml_tensor * x, const Norm & n, const Linear & up, const Linear & down) const;
     ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const;
     ggml_tensor * conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const;
-    ggml_tensor * subsample(Graph & g, int n_frames) const;
+    ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
 
     FastConformerHParams hp_;
     // The sinusoidal embeddings of relative positions T-1 ... -(T-1) for the largest T asked so far
