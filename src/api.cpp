@@ -9,6 +9,7 @@
 #include "engine/live_stream.h"
 #include "engine/long_audio.h"
 #include "core/log.h"
+#include "core/system_memory.h"
 #include "engine/pipeline.h"
 #include "engine/speech_segments.h"
 #include "engine/speaker_segments.h"
@@ -154,6 +155,7 @@ void fill_audio(std::vector<float> && samples, int rate, transcribe_audio * out)
     if (!out->samples) {
         throw std::bad_alloc();
     }
+    advise_huge_pages(out->samples, samples.size() * sizeof(float));
     std::memcpy(out->samples, samples.data(), samples.size() * sizeof(float));
     out->n_samples   = samples.size();
     out->sample_rate = rate;

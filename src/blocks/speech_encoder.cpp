@@ -33,11 +33,12 @@ int SpeechEncoder::frame_ms() const { return 8 * 1000 * mel_->config().hop_lengt
 MelFeatures SpeechEncoder::mel(const float * pcm, size_t n, int n_threads, bool valid_only) const {
     MelFeatures mel = mel_->compute(pcm, n, n_threads);
     if (valid_only && mel.n_frames > mel.n_valid) {
-        std::vector<float> cut(size_t(mel.n_mels) * size_t(mel.n_valid));
+        // Each channel's valid frames moved down in place (row m lands at or before where it was).
         for (int m = 0; m < mel.n_mels; ++m) {
-            std::copy_n(mel.data.begin() + long(m) * mel.n_frames, mel.n_valid, cut.begin() + long(m) * mel.n_valid);
+            const auto row = mel.data.begin() + long(m) * mel.n_frames;
+            std::copy(row, row + mel.n_valid, mel.data.begin() + long(m) * mel.n_valid);
         }
-        mel.data     = std::move(cut);
+        mel.data.resize(size_t(mel.n_mels) * size_t(mel.n_valid));
         mel.n_frames = mel.n_valid;
     }
     return mel;

@@ -1,6 +1,7 @@
 #include "audio.h"
 
 #include "error.h"
+#include "system_memory.h"
 
 #include <sndfile.h>
 #include <soxr.h>
@@ -82,7 +83,7 @@ std::vector<float> read_all(SNDFILE * sf, const SF_INFO & info, const std::strin
     std::vector<float> out;
     const sf_count_t plausible = std::max<sf_count_t>(sf_count_t(1) << 20, sf_count_t(encoded_bytes) * 64);
     if (info.frames > 0 && info.frames < sf_count_t(6) * 3600 * info.samplerate) {
-        out.reserve(size_t(double(std::min(info.frames, plausible)) * target_rate / info.samplerate) + 16);
+        reserve_huge(out, size_t(double(std::min(info.frames, plausible)) * target_rate / info.samplerate) + 16);
     }
     StreamResampler resample(info.samplerate, target_rate, out);
     std::vector<float> chunk(size_t(4096) * size_t(info.channels)), mono(4096);
@@ -235,7 +236,7 @@ std::vector<float> audio_to_mono(const float * interleaved, size_t n_frames, int
     // Block by block through the resampler the decoders use (soxr's streaming engine, the output cut
     // to round(n * ratio) samples as its one-shot call gives).
     std::vector<float> out;
-    out.reserve(size_t(double(n_frames) * target_rate / sample_rate) + 16);
+    reserve_huge(out, size_t(double(n_frames) * target_rate / sample_rate) + 16);
     StreamResampler resample(sample_rate, target_rate, out);
     std::vector<float> mono(std::min<size_t>(n_frames, 4096));
     for (size_t at = 0; at < n_frames; at += mono.size()) {

@@ -1,9 +1,11 @@
 #include "backend.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "error.h"
 #include "log.h"
+#include "system_memory.h"
 
 #include "ggml-cpu.h"
 
@@ -147,6 +149,23 @@ void Executor::abandon() {
     backends_.clear();
 }
 
+namespace {
+
+// The scheduler's host buffers that G's tensors were given, advised to use huge pages before the run
+// that follows touches them first (a buffer grown for a longer input is all new pages).
+void advise_huge_compute_buffers(const Graph & g) {
+    std::vector<ggml_backend_buffer_t> seen;
+    for (ggml_tensor * t = ggml_get_first_tensor(g.ctx()); t; t = ggml_get_next_tensor(g.ctx(), t)) {
+        ggml_backend_buffer_t b = t->buffer;
+        if (b && ggml_backend_buffer_is_host(b) && std::find(seen.begin(), seen.end(), b) == seen.end()) {
+            seen.push_back(b);
+            advise_huge_pages(ggml_backend_buffer_get_base(b), ggml_backend_buffer_get_size(b));
+        }
+    }
+}
+
+} // namespace
+
 void Executor::allocate(Graph & g) {
     if (sched_ && allocated_ == g.id()) {
         return;
@@ -172,6 +191,7 @@ void Executor::allocate(Graph & g) {
     if (!ok) {
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate compute buffers for a graph of %d nodes", ggml_graph_n_nodes(g.graph()));
     }
+    advise_huge_compute_buffers(g);
     allocated_ = g.id();
 }
 

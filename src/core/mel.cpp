@@ -3,6 +3,7 @@
 #include "error.h"
 #include "model_file.h"
 #include "parallel.h"
+#include "system_memory.h"
 
 #include <fftw3.h>
 
@@ -94,15 +95,23 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     out.n_frames = out.n_valid + 1;
     const int n_frames = out.n_frames;
 
-    // Pre-emphasised signal with n_fft/2 zeros on each side (centred STFT, constant padding).
-    const size_t pad = size_t(n_fft / 2);
-    std::vector<double> padded(n + 2 * pad, 0.0);
-    padded[pad] = samples[0];
-    for (size_t i = 1; i < n; ++i) {
-        padded[pad + i] = double(samples[i]) - double(cfg_.preemph) * double(samples[i - 1]);
-    }
+    // The pre-emphasised signal with n_fft/2 zeros on each side (a centred STFT, constant padding), read
+    // a frame at a time rather than copied whole: a long recording's padded copy in doubles is 8 bytes a
+    // sample of new memory to fault in.
+    const int64_t pad = n_fft / 2, n_samples = int64_t(n);
+    const double  preemph = double(cfg_.preemph);
+    auto emphasised = [&](int64_t i) { // sample i of the padded signal
+        i -= pad;
+        if (i < 0 || i >= n_samples) {
+            return 0.0;
+        }
+        return i == 0 ? double(samples[0]) : double(samples[i]) - preemph * double(samples[i - 1]);
+    };
 
-    std::vector<float> logmel(size_t(n_mels) * size_t(n_frames));
+    // Log-mel frames straight into the output, normalised there afterwards.
+    reserve_huge(out.data, size_t(n_mels) * size_t(n_frames));
+    out.data.resize(size_t(n_mels) * size_t(n_frames));
+    float * logmel = out.data.data();
     auto worker = [&](int t0, int t1) {
         std::vector<double> power(static_cast<size_t>(n_bins));
         double *       in    = fftw_alloc_real(size_t(n_fft));
@@ -113,9 +122,9 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
             throw std::bad_alloc();
         }
         for (int t = t0; t < t1; ++t) {
-            const double * frame = padded.data() + size_t(t) * size_t(hop);
+            const int64_t start = int64_t(t) * hop;
             for (int j = 0; j < n_fft; ++j) {
-                in[j] = frame[j] * window_padded_[size_t(j)];
+                in[j] = emphasised(start + j) * window_padded_[size_t(j)];
             }
             fftw_execute_dft_r2c(plan_->plan, in, spec);
             for (int k = 0; k < n_bins; ++k) {
@@ -137,13 +146,12 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     const int n_workers = std::max(1, std::min(n_threads, n_frames / 64 + 1));
     parallel_for(n_workers, [&](int w) { worker(n_frames * w / n_workers, n_frames * (w + 1) / n_workers); });
 
-    // Per-feature normalisation over the valid frames (unbiased std), then zero the rest.
+    // Per-feature normalisation over the valid frames (unbiased std), in place; the rest zeroed.
     const int L = out.n_valid;
-    out.data.assign(logmel.size(), 0.0f);
     for (int m = 0; m < n_mels; ++m) {
-        const float * row = logmel.data() + size_t(m) * size_t(n_frames);
+        float * row = logmel + size_t(m) * size_t(n_frames);
+        std::fill(row + L, row + n_frames, 0.0f);
         if (!cfg_.per_feature) {
-            std::copy_n(row, L, out.data.data() + size_t(m) * size_t(n_frames));
             continue;
         }
         double mean = 0.0;
@@ -156,9 +164,8 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
             var += (row[t] - mean) * (row[t] - mean);
         }
         const double std_dev = L > 1 ? std::sqrt(var / (L - 1)) : 0.0;
-        float * dst = out.data.data() + size_t(m) * size_t(n_frames);
         for (int t = 0; t < L; ++t) {
-            dst[t] = float((row[t] - mean) / (std_dev + double(cfg_.norm_eps)));
+            row[t] = float((row[t] - mean) / (std_dev + double(cfg_.norm_eps)));
         }
     }
     return out;

@@ -4,6 +4,7 @@
 #include "gguf_check.h"
 #include "log.h"
 #include "parallel.h"
+#include "system_memory.h"
 
 #include "ggml-alloc.h"
 
@@ -284,18 +285,6 @@ struct OpenFile {
     const int fd;
 };
 
-constexpr size_t kHugePage = size_t(2) << 20;
-
-// Asks for transparent huge pages over the 2 MiB-aligned interior of [p, p + n): streaming the weights
-// for every token then walks ~512x fewer page-table entries than over 4 KiB pages, which is markedly
-// faster on virtual machines. Only pages not yet touched are affected.
-void advise_huge_pages(void * p, size_t n) {
-    const uintptr_t lo = (uintptr_t(p) + kHugePage - 1) / kHugePage * kHugePage, hi = (uintptr_t(p) + n) / kHugePage * kHugePage;
-    if (hi > lo) {
-        madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_HUGEPAGE);
-    }
-}
-
 } // namespace
 
 // Which matmul weights go to which CPU extra buffer type: asked of the device with a stand-in matmul
@@ -487,7 +476,7 @@ void ModelFile::map_if_asked(int fd) {
 
 // Anonymous memory for the host copy of the weights, advised to use huge pages.
 uint8_t * ModelFile::allocate_private_memory(size_t size) {
-    const size_t reserved = (size + kHugePage - 1) / kHugePage * kHugePage;
+    const size_t reserved = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     void * mem = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         fail(TRANSCRIBE_ERR_OOM, "model file %s: cannot allocate %zu bytes for the weights", path_.c_str(), size);
