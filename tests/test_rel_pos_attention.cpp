@@ -5,6 +5,7 @@
 // roundings of the largest output (bound 1e-5).
 #include "kernels/rel_pos_attention.h"
 #include "ops/attention.h"
+#include "ops/matmul.h"
 #include "support.h"
 
 
@@ -152,4 +153,22 @@ TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_1500_keys) { expect_kern
 TEST(RelPosAttentionLong, Bf16_scores_match_the_formula_at_1500_keys) { expect_bf16_kernel_matches({128, 1, 1500, 2999}); }
 TEST(RelPosAttentionLong, Kernel_matches_the_formula_at_its_limit) {
     expect_kernel_matches({16, 1, REL_POS_ATTENTION_MAX_KEYS, 2 * REL_POS_ATTENTION_MAX_KEYS - 1});
+}
+
+// Positions handed over already rounded to BF16 (a kept table's) give the bits of F32 positions that the
+// op rounds itself.
+TEST(RelPosAttentionBf16Positions, Given_rounded_or_rounded_by_the_op_the_output_is_the_same) {
+    const Case c {64, 2, 40, 80};
+    Operands o(c);
+    const float scale = 0.125f;
+    const std::vector<uint8_t> own = test::compute_bytes_on_cpu(o.cpu, [&](ggml_context * g) {
+        return ops::rel_pos_attention(g, o.q, o.k, o.v, o.p, o.u, o.vb, scale, true);
+    });
+    if (ops::rel_pos_position_type(c.head_dim, c.heads, c.T, o.u, o.vb, true) != GGML_TYPE_BF16) {
+        GTEST_SKIP() << "this CPU's kernel takes no BF16 positions";
+    }
+    const std::vector<uint8_t> given = test::compute_bytes_on_cpu(o.cpu, [&](ggml_context * g) {
+        return ops::rel_pos_attention(g, o.q, o.k, o.v, ops::to_bf16(g, o.p), o.u, o.vb, scale, true);
+    });
+    EXPECT_EQ(own, given);
 }

@@ -5,6 +5,7 @@
 #include "ops/matmul.h"
 #include "ops/conv.h"
 #include "ops/norms.h"
+#include "ops/placement.h"
 
 #include "ggml-alloc.h"
 
@@ -64,7 +65,8 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
     return hp;
 }
 
-FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p) : hp_(hp) {
+FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p)
+    : hp_(hp), positions_(hp.d_model, hp.n_heads) {
     const int64_t C = hp.sub_channels, d = hp.d_model, ff = hp.ff_dim, H = hp.n_heads, K = hp.conv_kernel;
     auto lin = [&](const std::string & name, int64_t in, int64_t out) {
         return Linear {f.matmul_weight(name + ".weight", {in, out}), f.optional_tensor(name + ".bias", {out}, F32)};
@@ -147,9 +149,6 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     }
 }
 
-// 2T-1 relative positions, padded to a row count tinyBLAS takes (see ops::rel_pos_attention).
-int64_t FastConformer::relative_positions(int64_t T) { return GGML_PAD(2 * T - 1, 16); }
-
 int FastConformer::subsampled_length(int n_valid_frames) {
     return ceil_half(ceil_half(ceil_half(n_valid_frames)));
 }
@@ -169,18 +168,16 @@ ggml_tensor * FastConformer::feed_forward(ggml_context * ctx, ggml_tensor * x, c
     return ops::matmul(ctx, down.w, h, down.b, residual_epilogue(x, 0.5f));
 }
 
-// x [d, T], pos [d, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused columns).
-ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const {
-    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1], R = pos->ne[1];
+// x [d, T], p [hd, H, R >= 2T-1] (relative positions T-1 ... -(T-1), then unused rows).
+ggml_tensor * FastConformer::self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, const Layer & l) const {
+    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1];
     const std::vector<ggml_tensor *> qkv_w = {l.q.w, l.k.w, l.v.w};
     const auto qkv = ops::matmuls(ctx, qkv_w, layer_norm(ctx, x, l.norm_att, qkv_w), {l.q.b, l.k.b, l.v.b});
     ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], hd, H, T);
     ggml_tensor * k = ggml_reshape_3d(ctx, qkv[1], hd, H, T);
     ggml_tensor * v = ggml_reshape_3d(ctx, qkv[2], hd, H, T);
-    ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, R);
-    // Models stored in BF16 or quantized score in BF16 (their drift bounds hold it); F32 models in F32.
     ggml_tensor * o = ops::rel_pos_attention(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v, 1.0f / std::sqrt(float(hd)),
-                                             l.q.w->type != GGML_TYPE_F32);
+                                             scores_in_bf16(l));
     return ops::matmul(ctx, l.out.w, ggml_reshape_2d(ctx, o, d, T), l.out.b, residual_epilogue(x, 1.0f));
 }
 
@@ -223,22 +220,47 @@ ggml_tensor * FastConformer::build_subsampling(Graph & g, int n_frames, int n_va
     return ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, subsampled_length(n_valid), x->nb[1], 0));
 }
 
-ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, Taps * taps) const {
+ggml_type FastConformer::positions_type(int64_t T) const {
+    if (layers_.empty()) {
+        return GGML_TYPE_COUNT;
+    }
+    const Layer & first = layers_[0];
+    for (const Layer & l : layers_) {
+        if (scores_in_bf16(l) != scores_in_bf16(first) || !in_host_memory(l.pos_w)) {
+            return GGML_TYPE_COUNT;
+        }
+    }
+    return ops::rel_pos_position_type(hp_.d_model / hp_.n_heads, hp_.n_heads, T, first.pos_bias_u, first.pos_bias_v,
+                                      scores_in_bf16(first));
+}
+
+ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const {
     ggml_context * ctx = g.ctx();
-    const int64_t T = x->ne[1];
+    const int64_t T = x->ne[1], H = hp_.n_heads, hd = hp_.d_model / H;
     if (hp_.xscaling) {
         x = ggml_scale(ctx, x, std::sqrt(float(hp_.d_model)));
     }
-    // Every layer projects the same position embeddings (with weights of its own).
+    // Every layer projects the same position embeddings (with weights of its own): the projections
+    // come from the model's table where the attention's kernel takes them, else from this graph.
     std::vector<ggml_tensor *> pos_ws;
     for (const Layer & l : layers_) {
         pos_ws.push_back(l.pos_w);
     }
-    ggml_tensor * pos = ops::activations_for(ctx, pos_ws, g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, relative_positions(T)));
+    const ggml_type table_type = positions_type(T);
+    std::shared_ptr<const PositionTable::Projections> table;
+    ggml_tensor * pos = nullptr;
+    if (table_type != GGML_TYPE_COUNT) {
+        table = positions_.projections(pos_ws, T, table_type, n_threads);
+        g.keep(table);
+    } else {
+        pos = ops::activations_for(ctx, pos_ws, g.input("pos_emb", GGML_TYPE_F32, hp_.d_model, PositionTable::rows(T)));
+    }
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
+        ggml_tensor * p = table ? PositionTable::window(ctx, *table, i, T)
+                                : ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, PositionTable::rows(T));
         x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
-        x = self_attention(ctx, x, pos, l);
+        x = self_attention(ctx, x, p, l);
         x = conv_module(ctx, x, l);
         x = feed_forward(ctx, x, l.norm_ff2, l.ff2_up, l.ff2_down);
         x = layer_norm(ctx, x, l.norm_out);
@@ -252,12 +274,12 @@ ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, Taps * tap
     return x;
 }
 
-ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, Taps * taps) const {
+ggml_tensor * FastConformer::build(Graph & g, int n_frames, int n_valid, int n_threads, Taps * taps) const {
     ggml_tensor * x = build_subsampling(g, n_frames, n_valid);
     if (taps) {
         taps->pre_encode = x;
     }
-    return build_layers(g, x, taps);
+    return build_layers(g, x, n_threads, taps);
 }
 
 void FastConformer::set_subsampling_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
@@ -283,37 +305,8 @@ void FastConformer::set_subsampling_inputs(Graph & g, const std::vector<float> &
 }
 
 void FastConformer::set_position_inputs(Graph & g, int64_t T) const {
-    const int64_t d = hp_.d_model;
-    std::shared_ptr<const std::vector<float>> table;
-    int64_t table_T = 0;
-    {
-        std::lock_guard<std::mutex> lock(positions_mutex_);
-        if (positions_T_ < T) {
-            auto pe = std::make_shared<std::vector<float>>(size_t(d) * size_t(2 * T - 1));
-            std::vector<double> freq(size_t(d / 2));
-            for (int64_t k = 0; k < d / 2; ++k) {
-                freq[size_t(k)] = std::exp(-double(2 * k) * std::log(10000.0) / double(d));
-            }
-            for (int64_t r = 0; r < 2 * T - 1; ++r) {
-                const double p = double(T - 1 - r);
-                for (int64_t k = 0; k < d / 2; ++k) {
-                    (*pe)[size_t(r * d + 2 * k)]     = float(std::sin(p * freq[size_t(k)]));
-                    (*pe)[size_t(r * d + 2 * k + 1)] = float(std::cos(p * freq[size_t(k)]));
-                }
-            }
-            positions_   = std::move(pe);
-            positions_T_ = T;
-        }
-        table   = positions_;
-        table_T = positions_T_;
-    }
-    // Position T-1 is row table_T - T of the table; the padding columns after 2T-1 stay zero.
-    ggml_tensor * pos = g.get("pos_emb");
-    const size_t  row_bytes = size_t(d) * sizeof(float), rows = size_t(2 * T - 1);
-    ggml_backend_tensor_set(pos, table->data() + size_t(table_T - T) * size_t(d), 0, rows * row_bytes);
-    const std::vector<float> zeros(size_t(relative_positions(T)) * size_t(d) - rows * size_t(d), 0.0f);
-    if (!zeros.empty()) {
-        ggml_backend_tensor_set(pos, zeros.data(), rows * row_bytes, zeros.size() * sizeof(float));
+    if (ggml_tensor * pos = g.find("pos_emb")) {
+        positions_.set_embeddings(pos, T);
     }
 }
 

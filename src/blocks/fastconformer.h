@@ -5,9 +5,9 @@
 
 #include "core/backend.h"
 #include "core/model_file.h"
+#include "position_table.h"
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,7 +41,6 @@ public:
 
     // Valid lengths after each stride-2 stage: ceil(L/2) three times.
     static int subsampled_length(int n_valid_frames);
-    static int64_t relative_positions(int64_t T);
 
     struct Taps {
         ggml_tensor * pre_encode = nullptr; // [d_model, T]
@@ -51,7 +50,9 @@ public:
     // Graph input "mel" is [n_mels, n_frames] (frequency fastest). Returns [d_model, L3]. The graph is
     // for this n_valid as well as n_frames (its output rows and masking follow it): set its inputs with
     // the same.
-    ggml_tensor * build(Graph & g, int n_frames, int n_valid, Taps * taps) const;
+    // N_THREADS: what the position projections are made with where the graph takes them from the
+    // model's table (PositionTable), the first time a window this long is asked.
+    ggml_tensor * build(Graph & g, int n_frames, int n_valid, int n_threads, Taps * taps) const;
     // Sets the inputs build() declared, from channel-major mel features.
     void set_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int n_valid) const;
 
@@ -60,8 +61,9 @@ public:
     ggml_tensor * build_subsampling(Graph & g, int n_frames, int n_valid) const;
     void          set_subsampling_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames,
                                          int n_valid) const;
-    // ... and the layers over pre-encoded frames x [d_model, T] (input "pos_emb", every frame valid).
-    ggml_tensor * build_layers(Graph & g, ggml_tensor * x, Taps * taps) const;
+    // ... and the layers over pre-encoded frames x [d_model, T] (every frame valid; input "pos_emb" where
+    // the attention does not take its positions from the model's table).
+    ggml_tensor * build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const;
     void          set_position_inputs(Graph & g, int64_t T) const;
 
     const FastConformerHParams & hparams() const { return hp_; }
@@ -94,17 +96,19 @@ private:
     // Each module adds its output to the residual stream X it reads (through its own LayerNorm): the
     // addition is the last product's epilogue.
     ggml_tensor * feed_forward(ggml_context * ctx, ggml_tensor * x, const Norm & n, const Linear & up, const Linear & down) const;
-    ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * pos, const Layer & l) const;
+    // Models stored in BF16 or quantized score in BF16 (their drift bounds hold it); F32 models in F32.
+    static bool scores_in_bf16(const Layer & l) { return l.q.w->type != GGML_TYPE_F32; }
+    // The type the layers' attention takes its projected positions in from the model's table for a window
+    // of T frames, or GGML_TYPE_COUNT where the graph projects them itself (ggml's attention, weights
+    // off the host, layers scoring in different types).
+    ggml_type positions_type(int64_t T) const;
+    // P: the layer's projected positions [head_dim, heads, >= 2T-1].
+    ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, const Layer & l) const;
     ggml_tensor * conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const;
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
 
     FastConformerHParams hp_;
-    // The sinusoidal embeddings of relative positions T-1 ... -(T-1) for the largest T asked so far
-    // (2T-1 rows of d_model): a shorter window's are its middle rows, each row a function of its
-    // position alone. Made once rather than every run (a streaming diarizer asks at every step).
-    mutable std::mutex                                 positions_mutex_;
-    mutable std::shared_ptr<const std::vector<float>> positions_;
-    mutable int64_t                                    positions_T_ = 0;
+    PositionTable positions_;
     Linear sub_conv0, sub_dw1, sub_pw1, sub_dw2, sub_pw2, sub_out;
     std::vector<Layer> layers_;
     ggml_context * folded_ctx_ = nullptr;

@@ -55,7 +55,7 @@ std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float *
     Graph & g = graphs_.get(mel.n_frames, [&] {
         auto graph = std::make_unique<Graph>(16384, "encoder");
         FastConformer::Taps taps;
-        ggml_tensor * enc = enc_.conformer_.build(*graph, mel.n_frames, mel.n_valid, &taps);
+        ggml_tensor * enc = enc_.conformer_.build(*graph, mel.n_frames, mel.n_valid, n_threads, &taps);
         if (dump_enabled()) {
             graph->output(taps.pre_encode, "pre_encode");
             graph->output(taps.layer0, "enc_layer_0");

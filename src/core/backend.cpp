@@ -81,6 +81,11 @@ void Graph::output(ggml_tensor * t, const char * name) {
     named_[name] = t;
 }
 
+ggml_tensor * Graph::find(const char * name) const {
+    auto it = named_.find(name);
+    return it == named_.end() ? nullptr : it->second;
+}
+
 ggml_tensor * Graph::get(const char * name) const {
     auto it = named_.find(name);
     if (it == named_.end()) {

@@ -34,6 +34,9 @@ public:
     ggml_cgraph *  graph() const { return gf_; }
     ggml_tensor *  input(const char * name, ggml_type type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1);
     ggml_tensor *  get(const char * name) const; // an input or an output marked with output()
+    ggml_tensor *  find(const char * name) const; // the same, or nullptr where the graph has none
+    // Keeps RESOURCE alive as long as the graph: memory outside the scheduler that its tensors view.
+    void           keep(std::shared_ptr<const void> resource) { kept_.push_back(std::move(resource)); }
     void           output(ggml_tensor * t, const char * name);
     void           expand(ggml_tensor * t) { ggml_build_forward_expand(gf_, t); }
     const std::string & label() const { return label_; }
@@ -46,6 +49,7 @@ private:
     ggml_cgraph *  gf_  = nullptr;
     std::map<std::string, ggml_tensor *> named_;
     std::string    label_;
+    std::vector<std::shared_ptr<const void>> kept_;
 };
 
 // Backend instances for one session (the model's device plus the CPU for ops it lacks) and the

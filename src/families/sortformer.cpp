@@ -213,7 +213,7 @@ SpeakerActivity SortformerSession::run_streaming(const float * pcm, size_t n, co
         Graph & g = step_graphs_.get(rows, [&] {
             auto graph = std::make_unique<Graph>(16384, "sortformer_step");
             ggml_tensor * x = graph->input("embs", GGML_TYPE_F32, D, rows);
-            model_.build_head(*graph, conformer.build_layers(*graph, x, nullptr));
+            model_.build_head(*graph, conformer.build_layers(*graph, x, n_threads_, nullptr));
             return graph;
         });
         exec_.compute(g, [&] {

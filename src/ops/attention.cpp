@@ -3,6 +3,7 @@
 #include "matmul.h"
 #include "placement.h"
 
+#include "core/error.h"
 #include "kernels/causal_attention.h"
 #include "kernels/rel_pos_attention.h"
 #include "kernels/self_attention.h"
@@ -108,6 +109,13 @@ ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * 
 
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                 ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, bool bf16_scores) {
+    if (p->type == GGML_TYPE_BF16) { // rounded by the caller as rel_pos_position_type asked
+        ggml_tensor * k16 = to_bf16(ctx, k);
+        if (!rel_pos_attention_op_applies(q, k16, v, p, bias_u, bias_v)) {
+            fail(TRANSCRIBE_ERR_INTERNAL, "rel_pos_attention: BF16 positions where the kernel does not take them");
+        }
+        return rel_pos_attention_op(ctx, q, k16, v, p, bias_u, bias_v, scale);
+    }
     if (bf16_scores && rel_pos_attention_op_applies(q, k, v, p, bias_u, bias_v)) {
         ggml_tensor * k16 = to_bf16(ctx, k), * p16 = to_bf16(ctx, p);
         if (rel_pos_attention_op_applies(q, k16, v, p16, bias_u, bias_v)) {
@@ -118,6 +126,30 @@ ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor
         return rel_pos_attention_op(ctx, q, k, v, p, bias_u, bias_v, scale);
     }
     return rel_pos_attention_ggml(ctx, q, k, v, p, bias_u, bias_v, scale);
+}
+
+ggml_type rel_pos_position_type(int64_t hd, int64_t H, int64_t T, const ggml_tensor * bias_u, const ggml_tensor * bias_v,
+                                bool bf16_scores) {
+    // Descriptors of the operands rel_pos_attention would see, asked what it asks.
+    ggml_init_params params = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * ctx = ggml_init(params);
+    if (!ctx) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate a context of descriptors");
+    }
+    const int64_t R = GGML_PAD(2 * T - 1, 16);
+    ggml_tensor * qkv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, H, T);
+    ggml_tensor * p   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, H, R);
+    ggml_tensor * k16 = ggml_new_tensor_3d(ctx, GGML_TYPE_BF16, hd, H, T);
+    ggml_tensor * p16 = ggml_new_tensor_3d(ctx, GGML_TYPE_BF16, hd, H, R);
+    ggml_type type = GGML_TYPE_COUNT;
+    if (bf16_scores && rel_pos_attention_op_applies(qkv, qkv, qkv, p, bias_u, bias_v) &&
+        rel_pos_attention_op_applies(qkv, k16, qkv, p16, bias_u, bias_v)) {
+        type = GGML_TYPE_BF16;
+    } else if (rel_pos_attention_op_applies(qkv, qkv, qkv, p, bias_u, bias_v)) {
+        type = GGML_TYPE_F32;
+    }
+    ggml_free(ctx);
+    return type;
 }
 
 } // namespace ops

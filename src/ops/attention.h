@@ -33,8 +33,15 @@ ggml_tensor * decode_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor 
 // p_{T-1-i+j}) * scale) summed over v_j, no mask. Returns [head_dim, heads, T]. BF16_SCORES (models whose
 // weights are BF16 or quantized): where our kernel runs with BF16 dot products, k and p are rounded to
 // BF16 once and the scores are sums of BF16 products (twice the products an instruction); F32 otherwise.
+// P may also come already rounded to BF16 (from rel_pos_position_type's table): it is then taken as is.
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                 ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, bool bf16_scores = false);
+// The type rel_pos_attention's kernel takes the projected positions in for heads of HD dimensions, H
+// heads, T frames and these biases: BF16 where BF16_SCORES are asked and run, F32 where the kernel runs
+// with F32 scores, GGML_TYPE_COUNT where only ggml's ops apply. What a caller keeping the projections
+// between runs (they depend on T alone) must store them as to get the same bits as the graph's own.
+ggml_type rel_pos_position_type(int64_t hd, int64_t H, int64_t T, const ggml_tensor * bias_u, const ggml_tensor * bias_v,
+                                bool bf16_scores);
 // Plain self-attention without a mask (a Transformer encoder's): q, k, v [head_dim, heads, T]; for query
 // i: softmax_j(q_i . k_j * scale) summed over v_j. Returns [head_dim, heads, T]. Our kernel runs where
 // the layer's weights (LAYER_WEIGHT, one of them) are in host memory, ggml's ops elsewhere.
