@@ -61,10 +61,17 @@ std::shared_ptr<const PositionTable::Projections> PositionTable::projections(con
         projections_->layers[0]->type == type) {
         return projections_;
     }
-    // Rows for every window up to T: a window of t frames reads rows(t) rows from row T - t on.
-    const int64_t hd = d_ / heads_, n_rows = 2 * T + 14;
+    if (weights.empty()) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "position projections asked for no layers");
+    }
+    // A table outgrown is made again with frames to spare: a live stream's turn, transcribed again as it
+    // grows, would otherwise have one made for every partial transcript.
+    constexpr int64_t kGrowthFrames = 64;
+    const int64_t max_T = projections_ ? GGML_PAD(T, kGrowthFrames) : T;
+    // Rows for every window up to max_T: a window of t frames reads rows(t) rows from row max_T - t on.
+    const int64_t hd = d_ / heads_, n_rows = 2 * max_T + 14;
     auto table = std::make_shared<Projections>();
-    table->max_T = T;
+    table->max_T = max_T;
     ggml_init_params params = {ggml_tensor_overhead() * (weights.size() + 1), nullptr, true};
     table->ctx = ggml_init(params);
     if (!table->ctx) {
@@ -76,7 +83,7 @@ std::shared_ptr<const PositionTable::Projections> PositionTable::projections(con
     ggml_backend_dev_t cpu = select_device(TRANSCRIBE_BACKEND_CPU, 0);
     table->buffer = ggml_backend_alloc_ctx_tensors_from_buft(table->ctx, ggml_backend_dev_buffer_type(cpu));
     if (!table->buffer) {
-        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the position projections for %lld frames", (long long) T);
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate the position projections for %lld frames", (long long) max_T);
     }
     advise_huge_pages(ggml_backend_buffer_get_base(table->buffer), ggml_backend_buffer_get_size(table->buffer));
 
@@ -93,7 +100,7 @@ std::shared_ptr<const PositionTable::Projections> PositionTable::projections(con
         }
         g.expand(ggml_cpy(ctx, p, table->layers[i]));
     }
-    exec.compute(g, [&] { set_embeddings(pos, T); });
+    exec.compute(g, [&] { set_embeddings(pos, max_T); });
     projections_ = table;
     return table;
 }

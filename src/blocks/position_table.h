@@ -36,7 +36,8 @@ public:
     };
     // The projections by WEIGHTS (linear_pos, one a layer, in host memory) for windows of up to T frames
     // or more, as TYPE: the table made before where it covers them, else one made now on the CPU with
-    // N_THREADS, by the same ops a graph would project them with.
+    // N_THREADS, by the same ops a graph would project them with (for T frames, or a few more where it
+    // replaces a table outgrown).
     std::shared_ptr<const Projections> projections(const std::vector<ggml_tensor *> & weights, int64_t T, ggml_type type,
                                                    int n_threads) const;
     // LAYER's projected positions for a window of T frames: a view [head_dim, heads, rows(T)] of TABLE.
