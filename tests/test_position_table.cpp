@@ -49,7 +49,7 @@ TEST(PositionTable, Embeddings_are_the_sinusoids_of_positions_T_minus_1_down_to_
     }
 }
 
-TEST(PositionTable, A_window_reads_rows_T_max_minus_T_on_of_its_table) {
+TEST(PositionTable, A_window_reads_its_2T_minus_1_rows_padded_to_16) {
     EXPECT_EQ(PositionTable::rows(1), 16);
     EXPECT_EQ(PositionTable::rows(8), 16);
     EXPECT_EQ(PositionTable::rows(9), 32);

@@ -130,13 +130,14 @@ ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor
 
 ggml_type rel_pos_position_type(int64_t hd, int64_t H, int64_t T, const ggml_tensor * bias_u, const ggml_tensor * bias_v,
                                 bool bf16_scores) {
-    // Descriptors of the operands rel_pos_attention would see, asked what it asks.
+    // Descriptors of the operands rel_pos_attention would see (positions: the 2T-1 rows it reads), asked
+    // what it asks.
     ggml_init_params params = {ggml_tensor_overhead() * 8, nullptr, true};
     ggml_context * ctx = ggml_init(params);
     if (!ctx) {
         fail(TRANSCRIBE_ERR_OOM, "cannot allocate a context of descriptors");
     }
-    const int64_t R = GGML_PAD(2 * T - 1, 16);
+    const int64_t R = 2 * T - 1;
     ggml_tensor * qkv = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, H, T);
     ggml_tensor * p   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hd, H, R);
     ggml_tensor * k16 = ggml_new_tensor_3d(ctx, GGML_TYPE_BF16, hd, H, T);

@@ -147,13 +147,13 @@ void run_gemv(ggml_tensor * dst, int ith, int nth, void * weight) {
     }
 }
 
-// TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
 // Whether the switch NAME is set in the environment (to anything but empty or 0).
 bool switched_on(const char * name) {
     const char * v = std::getenv(name);
     return v && *v && *v != '0';
 }
 
+// TRANSCRIBE_NO_AVX512_GEMM=1 leaves every product to ggml (for benchmarks against it).
 bool enabled() {
     static const bool on = !switched_on("TRANSCRIBE_NO_AVX512_GEMM");
     return on;
