@@ -10,7 +10,7 @@ packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-
           python3-sentencepiece python3-distributed python3-pytest python3-venv python3-pip python3-setuptools
           python3-wheel
           libsndfile1-dev libsoxr-dev libfftw3-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-          libboost-dev libssl-dev curl clang libclang-rt-dev bc)
+          libboost-dev libssl-dev curl clang libclang-rt-dev bc chromium)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do

@@ -52,6 +52,8 @@ int main(int argc, char ** argv) {
     app.add_option("--max-upload-mb", max_upload_mb, "largest accepted upload, in MiB (413 above)")->check(CLI::PositiveNumber);
     app.add_option("--max-new-tokens", max_new_tokens, "token budget per piece of audio")->check(CLI::PositiveNumber);
     std::string api_key, cors_origin;
+    bool no_web = false;
+    app.add_flag("--no-web", no_web, "serve no web page at / (the API routes only)");
     double header_timeout_s = 10, body_min_kbps = 16, max_audio_s = 1800;
     app.add_option("--max-audio-s", max_audio_s, "refuse audio longer than this many seconds, 413 (default 30 min; 0: no limit)")
         ->check(CLI::NonNegativeNumber);
@@ -87,6 +89,7 @@ int main(int argc, char ** argv) {
     }
     st.api_key     = api_key;
     st.cors_origin = cors_origin;
+    st.web         = !no_web;
     st.max_new_tokens = max_new_tokens;
     transcribe_load_params lp;
     if (!model_options.load_params(&lp) || model_options.load(&st.model) != TRANSCRIBE_OK) {
@@ -168,11 +171,11 @@ int main(int argc, char ** argv) {
     std::signal(SIGPIPE, SIG_IGN); // a client gone mid-write is an error return, not the end of the server
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::printf("transcribe-server: listening on %s://%s:%d (model %s, %d parallel%s, queue %d%s%s%s%s)\n",
+    std::printf("transcribe-server: listening on %s://%s:%d (model %s, %d parallel%s, queue %d%s%s%s%s%s)\n",
                 server->tls() ? "https" : "http", host.c_str(), bound, st.info.name, parallel,
                 st.pool->batched() ? " decoded together" : "", queue, st.draft ? ", drafts by " : "",
                 st.draft ? draft.model_path.c_str() : "", st.aligner ? ", words aligned by " : "",
-                st.aligner ? align.model_path.c_str() : "");
+                st.aligner ? align.model_path.c_str() : "", st.web ? "; the page at /" : "");
     std::fflush(stdout);
     std::atomic<bool> running {true};
     std::thread stopper([&] {

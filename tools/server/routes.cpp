@@ -68,6 +68,7 @@ bool authorized(const ServerState & st, const HttpRequest & req) {
 bool before_body(const ServerState & st, const HttpRequest & req, HttpResponse & res) {
     t_audio_s = -1;
     const auto route = k_routes.find(req.path);
+    const bool page  = st.web && is_web_path(req.path);
     if (!st.cors_origin.empty()) {
         res.set_header("Access-Control-Allow-Origin", st.cors_origin);
         res.set_header("Vary", "Origin");
@@ -79,9 +80,10 @@ bool before_body(const ServerState & st, const HttpRequest & req, HttpResponse &
             return true;
         }
     }
-    if (route != k_routes.end() && !method_allowed(route->second, req.method)) {
-        res.set_header("Allow", route->second);
-        send_error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + route->second + ")");
+    const std::string allow = route != k_routes.end() ? route->second : page ? "GET, HEAD" : "";
+    if (!allow.empty() && !method_allowed(allow, req.method)) {
+        res.set_header("Allow", allow);
+        send_error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")");
         return true;
     }
     const std::string encoding = req.header("content-encoding");
@@ -90,7 +92,8 @@ bool before_body(const ServerState & st, const HttpRequest & req, HttpResponse &
         send_error(res, 415, "Content-Encoding " + encoding + " is not accepted: send the audio file as it is");
         return true;
     }
-    if (!st.api_key.empty() && req.path != "/health" && !authorized(st, req)) {
+    // The page's files are public (it asks for the key itself); what it shows comes through the API.
+    if (!st.api_key.empty() && req.path != "/health" && !page && !authorized(st, req)) {
         send_error(res, 401, "missing or incorrect API key (Authorization: Bearer KEY)", nullptr, "invalid_api_key");
         return true;
     }
@@ -117,14 +120,15 @@ void handle(ServerState & st, const HttpRequest & req, HttpResponse & res) {
     } else if (req.path == "/v1/models") {
         json j = {{"object", "list"},
                   {"data", json::array({{{"id", st.info.name}, {"object", "model"}, {"owned_by", "transcribe"},
-                                         {"architecture", st.info.architecture}}})}};
+                                         {"architecture", st.info.architecture},
+                                         {"capabilities", model_capabilities(st)}}})}};
         res.set_content(j.dump(), "application/json");
     } else if (req.path == "/v1/audio/transcriptions" || req.path == "/v1/audio/translations") {
         handle_transcription(st, req, res, req.path == "/v1/audio/translations");
     } else if (req.path == "/v1/realtime") {
         res.set_header("Upgrade", "websocket");
         send_error(res, 426, "/v1/realtime is a WebSocket: send an Upgrade request");
-    } else {
+    } else if (!serve_web_page(st, req, res)) {
         send_error(res, 404, "no such endpoint");
     }
     if (req.method == "HEAD") {
@@ -148,6 +152,30 @@ void send_error(HttpResponse & res, int status, const std::string & message, con
 
 void note_audio_seconds(double seconds) { t_audio_s = seconds; }
 
+json model_capabilities(const ServerState & st) {
+    const transcribe_model_info & m = st.info;
+    json languages = json::array();
+    for (int i = 0; i < m.n_languages; ++i) {
+        languages.push_back(m.languages[i]);
+    }
+    return {{"sample_rate", m.sample_rate},
+            {"max_audio_s", st.max_audio_s},
+            {"max_upload_mb", st.max_upload_bytes >> 20},
+            {"languages", languages},
+            {"language_choice", m.language_prompt},
+            {"translation", m.translation},
+            {"beam_search", m.beam_search},
+            {"word_timestamps", m.word_timestamps || m.timestamp_prompt},
+            {"hotwords", m.hotwords},
+            {"prompt", m.text_prompt},
+            {"transducer_head", m.transducer_head},
+            {"ctc_head", m.ctc_head},
+            {"diarization", st.diarizer != nullptr},
+            {"vad", st.vad != nullptr},
+            {"realtime", st.max_realtime > 0},
+            {"web", st.web}};
+}
+
 HttpHandlers make_handlers(ServerState & state) {
     HttpHandlers h;
     h.before_body = [&state](const HttpRequest & req, HttpResponse & res) { return before_body(state, req, res); };
@@ -160,6 +188,18 @@ HttpHandlers make_handlers(ServerState & state) {
         }
     };
     h.accepts_websocket = [](const HttpRequest & req) { return req.path == "/v1/realtime"; };
+    // OpenAI's browser clients offer "realtime" (beside the key's "openai-insecure-api-key.KEY"): named
+    // back, or the browser drops the connection.
+    h.websocket_protocol = [](const HttpRequest & req) {
+        const std::string offered = "," + req.header("sec-websocket-protocol") + ",";
+        std::string compact;
+        for (char c : offered) {
+            if (c != ' ') {
+                compact += c;
+            }
+        }
+        return compact.find(",realtime,") != std::string::npos ? std::string("realtime") : std::string();
+    };
     h.websocket = [&state](const HttpRequest & req, WebSocketChannel & channel) { handle_realtime(state, req, channel); };
     const size_t limit_mib = state.max_upload_bytes >> 20;
     h.error = [limit_mib](HttpResponse & res, int status, const std::string & message) {

@@ -7,6 +7,7 @@
 #include "transcribe.h"
 
 #include "http/http_server.h"
+#include "openai_formats.h"
 #include "session_pool.h"
 
 #include <atomic>
@@ -31,6 +32,7 @@ struct ServerState {
     std::string                  api_key;     // --api-key: required as "Authorization: Bearer KEY" (not on /health)
     std::string                  cors_origin; // --cors-origin: allowed browser origin ("" = no CORS headers)
     int                          max_realtime = 16; // --max-realtime: realtime sessions at once
+    bool                         web = true;        // the page at / (--no-web: off)
     std::atomic<int>             realtime {0};
     std::atomic<long>            served {0};
     std::atomic<long>            aborted {0}; // runs stopped because the client went away
@@ -69,6 +71,12 @@ void note_audio_seconds(double seconds);
 
 void handle_transcription(ServerState & st, const HttpRequest & req, HttpResponse & res, bool translate);
 void handle_realtime(ServerState & st, const HttpRequest & req, WebSocketChannel & channel);
+
+// The page (web_page.cpp): true when REQ asked for one of its files and RES now holds it.
+bool is_web_path(const std::string & path);
+bool serve_web_page(const ServerState & st, const HttpRequest & req, HttpResponse & res);
+// What /v1/models says of the loaded model beyond OpenAI's fields: what a request may ask of it.
+json model_capabilities(const ServerState & st);
 
 // Every route and the middleware, for the HTTP layer.
 HttpHandlers make_handlers(ServerState & state);

@@ -73,6 +73,44 @@ std::string unsupported_container(const std::string & b) {
     return "";
 }
 
+// How a finished transcript is written back: the response format and what shapes it.
+struct ResponseShape {
+    std::string format_name = "json"; // json, text, srt, vtt, verbose_json, diarized_json
+    bool        translate = false;
+    std::string language; // verbose_json's: the target (translation) or the spoken language
+    double      duration = 0;
+    bool        segments = true, words = false; // verbose_json's granularities
+};
+
+struct ResponseBody {
+    std::string content, content_type;
+};
+
+// The body a response of SHAPE carries for OUT (the streamed `transcript.formats` event carries the same
+// bytes as the plain responses).
+ResponseBody response_body(const ServerState & st, const Output & out, const ResponseShape & shape) {
+    const auto dumped = [](const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+    const std::string & name = shape.format_name;
+    if (name == "verbose_json") {
+        return {dumped(verbose_json(out, shape.translate ? "translate" : "transcribe", shape.language, shape.duration,
+                                    shape.segments, shape.words)),
+                "application/json"};
+    }
+    if (name == "diarized_json") {
+        return {dumped(diarized_json(out, shape.duration)), "application/json"};
+    }
+    if (name == "text") {
+        return {render(out, Format::Txt, nullptr, st.info.name), "text/plain; charset=utf-8"};
+    }
+    if (name == "srt" || name == "vtt") {
+        // Subtitles follow words where the model gives them (cues of at most ~7 s / 42 characters).
+        const Timestamps cues = st.info.word_timestamps ? Timestamps::Word : Timestamps::Segment;
+        return {render(out, name == "srt" ? Format::Srt : Format::Vtt, nullptr, st.info.name, cues),
+                name == "srt" ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8"};
+    }
+    return {dumped({{"text", out.text}}), "application/json"};
+}
+
 // OpenAI's streaming transcription: a text/event-stream of transcript.text.delta events as tokens are
 // decoded, then one transcript.text.done with the text, and the stream ends. The run happens while
 // the response is written (the HTTP layer calls the stream after the handler returns), so the lease and
@@ -80,17 +118,18 @@ std::string unsupported_container(const std::string & b) {
 // the batch's thread) and this one writes what it has made, so a slow client never holds up the
 // decoding; a client that goes away stops the run.
 void stream_transcription(ServerState & st, HttpResponse & res, SessionPool::Lease lease,
-                          const transcribe_audio & audio, const RunRequest & request) {
+                          const transcribe_audio & audio, const RunRequest & request, std::vector<ResponseShape> formats) {
     struct Job {
-        Job(SessionPool::Lease l, const transcribe_audio & a, RunRequest r)
-            : lease(std::move(l)), audio(a), request(std::move(r)) {}
+        Job(SessionPool::Lease l, const transcribe_audio & a, RunRequest r, std::vector<ResponseShape> f)
+            : lease(std::move(l)), audio(a), request(std::move(r)), formats(std::move(f)) {}
         Job(const Job &) = delete;
         ~Job() { transcribe_audio_free(&audio); }
-        SessionPool::Lease lease;
-        transcribe_audio   audio;
-        RunRequest         request;
+        SessionPool::Lease         lease;
+        transcribe_audio           audio;
+        RunRequest                 request;
+        std::vector<ResponseShape> formats;
     };
-    auto job = std::make_shared<Job>(std::move(lease), audio, request);
+    auto job = std::make_shared<Job>(std::move(lease), audio, request, std::move(formats));
     res.set_header("Cache-Control", "no-cache");
     res.content_type = "text/event-stream";
     res.stream = [job, &st](ChunkSink & sink) {
@@ -139,10 +178,21 @@ void stream_transcription(ServerState & st, HttpResponse & res, SessionPool::Lea
         runner.join();
         std::string e;
         if (status == TRANSCRIBE_OK || status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            const Output out = output_from_result(result);
             if (job->request.diarize) { // diarized_json: every speaker segment once the transcript is whole
-                for (const json & seg : diarized_segments(output_from_result(result))) {
+                for (const json & seg : diarized_segments(out)) {
                     e += sse_event(seg);
                 }
+            }
+            // Our extension (`formats`): the transcript in each format asked for, as the plain responses
+            // would carry it, so a client (the web page) gets every download from one decode.
+            if (!job->formats.empty()) {
+                json bodies = json::object();
+                for (ResponseShape shape : job->formats) {
+                    shape.duration = double(job->audio.n_samples) / st.info.sample_rate;
+                    bodies[shape.format_name] = response_body(st, out, shape).content;
+                }
+                e += sse_event({{"type", "transcript.formats"}, {"formats", bodies}});
             }
             e += sse_event({{"type", "transcript.text.done"}, {"text", trimmed(transcribe_result_text(result))}});
             ++st.served;
@@ -209,8 +259,9 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
             want_words    = want_words || g == "word";
             want_segments = want_segments || g == "segment";
         }
-        if (!verbose) {
-            send_error(res, 400, "timestamp_granularities needs response_format verbose_json", "timestamp_granularities");
+        if (!verbose && form_values(req, "formats").empty()) {
+            send_error(res, 400, "timestamp_granularities needs response_format verbose_json (or formats)",
+                       "timestamp_granularities");
             return;
         }
         if (want_words && !st.info.word_timestamps && !st.info.timestamp_prompt) {
@@ -220,8 +271,37 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
         }
     }
     const bool stream = form_field(req, "stream", "false") == "true";
-    if (stream && (verbose || !granularities.empty() || (format_name != "json" && format_name != "text" && !diarized))) {
-        send_error(res, 400, "stream: true takes response_format json, text or diarized_json (and no timestamp_granularities)",
+    // Our extension: with stream=true, formats=a,b,... (response formats) adds one transcript.formats event
+    // at the end holding the transcript in each, shaped by timestamp_granularities as verbose_json would be.
+    std::vector<std::string> extra_formats;
+    for (const std::string & listed : form_values(req, "formats")) {
+        for (size_t at = 0; at <= listed.size();) {
+            const size_t end = std::min(listed.find(',', at), listed.size());
+            std::string name = trimmed(listed.substr(at, end - at));
+            if (!name.empty()) {
+                Format ignored;
+                if (name != "text" && name != "verbose_json" && name != "diarized_json" && !parse_format(name, &ignored)) {
+                    send_error(res, 400, "unsupported format '" + name + "' in formats (json, text, srt, vtt, verbose_json, diarized_json)",
+                               "formats");
+                    return;
+                }
+                if (name == "diarized_json" && !diarized) {
+                    send_error(res, 400, "formats: diarized_json comes with response_format diarized_json", "formats");
+                    return;
+                }
+                extra_formats.push_back(name);
+            }
+            at = end + 1;
+        }
+    }
+    if (!extra_formats.empty() && !stream) {
+        send_error(res, 400, "formats is for stream: true (the plain response is one format)", "formats");
+        return;
+    }
+    if (stream && (verbose || (!granularities.empty() && extra_formats.empty()) ||
+                   (format_name != "json" && format_name != "text" && !diarized))) {
+        send_error(res, 400,
+                   "stream: true takes response_format json, text or diarized_json (and timestamp_granularities only with formats)",
                    "stream");
         return;
     }
@@ -334,8 +414,20 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
                    "file");
         return;
     }
+    ResponseShape shape;
+    shape.format_name = format_name;
+    shape.translate   = translate;
+    shape.language    = translate ? request.target_language
+                                  : !request.language.empty() ? request.language : st.info.n_languages ? st.info.languages[0] : "en";
+    shape.segments    = want_segments;
+    shape.words       = want_words;
     if (stream) {
-        stream_transcription(st, res, std::move(lease), audio, request);
+        std::vector<ResponseShape> shapes;
+        for (const std::string & name : extra_formats) {
+            shapes.push_back(shape);
+            shapes.back().format_name = name;
+        }
+        stream_transcription(st, res, std::move(lease), audio, request, std::move(shapes));
         return;
     }
     transcribe_result * result = nullptr;
@@ -357,24 +449,9 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
     const Output out = output_from_result(result);
     transcribe_result_free(result);
     ++st.served;
-    if (verbose) {
-        const std::string spoken = request.language.empty() ? (st.info.n_languages ? st.info.languages[0] : "en") : request.language;
-        const json j = verbose_json(out, translate ? "translate" : "transcribe", translate ? request.target_language : spoken,
-                                    duration, want_segments, want_words);
-        res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    } else if (diarized) {
-        res.set_content(diarized_json(out, duration).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    } else if (format_name == "text") {
-        res.set_content(render(out, Format::Txt, nullptr, st.info.name), "text/plain; charset=utf-8");
-    } else if (format == Format::Srt || format == Format::Vtt) {
-        // Subtitles follow words where the model gives them (cues of at most ~7 s / 42 characters).
-        const Timestamps cues = st.info.word_timestamps ? Timestamps::Word : Timestamps::Segment;
-        res.set_content(render(out, format, nullptr, st.info.name, cues),
-                        format == Format::Srt ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
-    } else {
-        res.set_content(json({{"text", out.text}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    }
+    shape.duration = duration;
+    ResponseBody body = response_body(st, out, shape);
+    res.set_content(std::move(body.content), body.content_type);
 }
-
 
 } // namespace transcribe_server

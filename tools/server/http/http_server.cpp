@@ -443,6 +443,12 @@ void serve_stream(net::io_context & ioc, Stream & stream, const HttpLimits & lim
         websocket::stream<Stream &> ws(stream);
         ws.read_message_max(0); // unlimited here: Channel::read skips what runs past max_ws_message
         ws.auto_fragment(false);
+        const std::string protocol = h.websocket_protocol ? h.websocket_protocol(req) : std::string();
+        if (!protocol.empty()) {
+            ws.set_option(websocket::stream_base::decorator([protocol](websocket::response_type & r) {
+                r.set(http::field::sec_websocket_protocol, protocol);
+            }));
+        }
         if (c.timed(limits.header_seconds, [&](auto && done) { ws.async_accept(head, [done](beast::error_code e) mutable { done(e, 0); }); })) {
             return;
         }

@@ -81,6 +81,9 @@ struct HttpHandlers {
     // connection through the channel; false leaves it to handle() (which answers it as HTTP).
     std::function<bool(const HttpRequest &)>                    accepts_websocket;
     std::function<void(const HttpRequest &, WebSocketChannel &)> websocket;
+    // The subprotocol the upgrade's response names, of those the request offered ("": none named; a
+    // browser that offered some refuses a response that names none).
+    std::function<std::string(const HttpRequest &)>              websocket_protocol;
     // Responses the layer makes itself (400, 408, 413, 431, 503): the handlers' error shape.
     std::function<void(HttpResponse &, int status, const std::string & message)> error;
     // After each request: the request (body possibly unread), the response's status, milliseconds.

@@ -1,0 +1,17 @@
+# Writes OUT, a C++ file holding each of FILES (a comma-separated list of paths under DIR) as bytes, for
+# web_assets.h: the page is built into transcribe-server, so it needs no install path and no network.
+string(REPLACE "," ";" FILES "${FILES}")
+set(body "// Made by tools/server/web/embed.cmake from tools/server/web/: do not edit.\n#include \"web_assets.h\"\n\nnamespace transcribe_server {\n\nnamespace {\n")
+set(table "")
+set(index 0)
+foreach(name IN LISTS FILES)
+    file(READ "${DIR}/${name}" hex HEX)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+    file(SIZE "${DIR}/${name}" size)
+    string(APPEND body "const unsigned char asset_${index}[] = {${hex}0x00};\n")
+    string(APPEND table "    {\"${name}\", reinterpret_cast<const char *>(asset_${index}), ${size}},\n")
+    math(EXPR index "${index} + 1")
+endforeach()
+string(APPEND body "\n} // namespace\n\nconst WebAsset k_web_assets[] = {\n${table}};\nconst size_t k_n_web_assets = ${index};\n\n} // namespace transcribe_server\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
