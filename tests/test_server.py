@@ -354,6 +354,103 @@ class StreamingTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class StreamedFormatsTest(unittest.TestCase):
+    def test_formats_event_carries_each_plain_body(self):
+        """stream=true with our formats=... field: one transcript.formats event before transcript.text.done, each
+        format's body what the plain request of that format returns, byte for byte."""
+        import http.client
+        server = Server(model=PARAKEET_MODEL)
+        try:
+            host, port = server.base.split("//")[1].split(":")
+            fields = [("stream", "true"), ("response_format", "json"), ("formats", "text, json,srt"),
+                      ("formats[]", "vtt,verbose_json"), ("timestamp_granularities[]", "segment"),
+                      ("timestamp_granularities[]", "word")]
+            body, ctype = multipart(fields, {"file": ("jfk.wav", JFK)})
+            conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
+            r = conn.getresponse()
+            self.assertEqual(r.status, 200)
+            events = sse_events(r)
+            conn.close()
+            self.assertEqual([e["type"] for e in events[-2:]], ["transcript.formats", "transcript.text.done"])
+            formats = events[-2]["formats"]
+            self.assertEqual(sorted(formats), ["json", "srt", "text", "verbose_json", "vtt"])
+            for name in ("json", "text", "srt", "vtt"):
+                code, _, plain = transcribe(server.base, JFK, response_format=name)
+                self.assertEqual(code, 200)
+                self.assertEqual(formats[name], plain.decode(), name)
+            code, _, plain = transcribe(server.base, JFK, response_format="verbose_json",
+                                        extra_fields=[("timestamp_granularities[]", "segment"),
+                                                      ("timestamp_granularities[]", "word")])
+            self.assertEqual(formats["verbose_json"], plain.decode())
+            self.assertGreater(len(json.loads(plain)["words"]), 0)
+            for fields, param in (({"formats": "srt"}, "formats"),
+                                  ({"stream": "true", "formats": "docx"}, "formats"),
+                                  ({"stream": "true", "formats": "diarized_json"}, "formats"),
+                                  ({"stream": "true", "timestamp_granularities[]": "word"}, "timestamp_granularities")):
+                code, _, body = transcribe(server.base, JFK, extra_fields=list(fields.items()))
+                self.assertEqual(code, 400, fields)
+                self.assertEqual(json.loads(body)["error"]["param"], param, fields)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class WebPageTest(unittest.TestCase):
+    """The page's routes (the browser test, tests/web, drives the page itself): its files with a CSP and no
+    key, GET and HEAD only, --no-web, and the capabilities /v1/models gives the page."""
+
+    def test_page_routes(self):
+        server = Server("--api-key", "s3cret")
+        try:
+            code, ctype, body, headers = request(server.base, "/", full=True)
+            self.assertEqual((code, ctype), (200, "text/html; charset=utf-8"))
+            self.assertIn(b'<script src="/web/app.js" defer></script>', body)
+            self.assertNotIn(b"<script>", body)  # no inline script: the CSP allows none
+            csp = headers.get("Content-Security-Policy")
+            self.assertIn("script-src 'self'", csp)
+            self.assertNotIn("unsafe-inline", csp)
+            self.assertEqual(headers.get("X-Content-Type-Options"), "nosniff")
+            code, ctype, _ = request(server.base, "/web/app.js")
+            self.assertEqual((code, ctype), (200, "text/javascript; charset=utf-8"))
+            code, _, body = request(server.base, "/", method="HEAD")
+            self.assertEqual((code, body), (200, b""))
+            code, _, _, headers = request(server.base, "/", b"x", method="POST", full=True)
+            self.assertEqual((code, headers.get("Allow")), (405, "GET, HEAD"))
+            self.assertEqual(request(server.base, "/web/missing.js")[0], 404)
+            self.assertEqual(request(server.base, "/web/../../etc/passwd")[0], 404)
+            self.assertEqual(request(server.base, "/v1/models")[0], 401)  # the data stays behind the key
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = Server("--no-web")
+        try:
+            self.assertNotIn("the page at /", server.banner)
+            self.assertEqual(request(server.base, "/")[0], 404)
+            self.assertEqual(request(server.base, "/web/app.js")[0], 404)
+            code, _, _, headers = request(server.base, "/", b"x", method="POST", full=True)
+            self.assertEqual(code, 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_models_say_what_each_model_can_do(self):
+        for model, expected in ((MODEL, {"prompt": True, "hotwords": False, "word_timestamps": False,
+                                         "translation": False, "diarization": False, "vad": False}),
+                                (PARAKEET_MODEL, {"prompt": False, "hotwords": True, "word_timestamps": True,
+                                                  "translation": False, "diarization": False, "vad": True}),
+                                (AED_MODEL, {"prompt": False, "hotwords": False, "translation": True,
+                                             "beam_search": True})):
+            server = Server(*(("--vad", VAD_MODEL) if model == PARAKEET_MODEL else ()), model=model)
+            try:
+                caps = json.loads(request(server.base, "/v1/models")[2])["data"][0]["capabilities"]
+                for k, v in expected.items():
+                    self.assertEqual(caps[k], v, (model, k))
+                self.assertEqual(caps["sample_rate"], 16000)
+                self.assertTrue(caps["realtime"] and caps["web"])
+                if model == AED_MODEL:
+                    self.assertGreater(len(caps["languages"]), 1)
+            finally:
+                self.assertEqual(server.stop(), 0)
+
+
 class DiarizedServer(unittest.TestCase):
     """--diarize SORTFORMER: response_format=diarized_json in OpenAI's shape (TranscriptionDiarized), plain and
     streamed (transcript.text.segment events before transcript.text.done), and its errors."""

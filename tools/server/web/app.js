@@ -88,6 +88,7 @@ function applyCapabilities(caps) {
   $('times-word').disabled = !caps.word_timestamps;
   if (!caps.word_timestamps) $('times-segment').checked = true;
   $('speakers-row').hidden = !caps.diarization;
+  $('file').disabled = false;
   $('listen').disabled = !caps.realtime;
   if (!caps.realtime) text($('live-status'), 'live transcription is off on this server');
 }
@@ -110,7 +111,7 @@ drop.addEventListener('drop', (event) => {
   event.preventDefault();
   drop.classList.remove('over');
   const file = event.dataTransfer.files[0];
-  if (file) transcribeFile(file);
+  if (file && !$('file').disabled) transcribeFile(file);
 });
 $('file').addEventListener('change', () => {
   const file = $('file').files[0];
@@ -278,6 +279,7 @@ function showResult(fileName, formats) {
 
   const transcript = $('transcript');
   transcript.replaceChildren();
+  transcript.classList.toggle('with-speakers', !!diarized);
   state.words = [];
   const words = verbose.words || [];
   let w = 0;
