@@ -298,16 +298,23 @@ def sse_events(response):
     return [json.loads(e) for e in events]
 
 
-def streamed_jfk(base):
-    """The events of jfk.wav transcribed with stream=true."""
+def streamed(base, fields, name, data, path="/v1/audio/transcriptions", timeout=60):
+    """A stream=true request's status, Content-Type and server-sent events (read to the end)."""
     import http.client
     host, port = base.split("//")[1].split(":")
-    body, ctype = multipart({"stream": "true"}, {"file": ("jfk.wav", JFK)})
-    conn = http.client.HTTPConnection(host, int(port), timeout=120)
-    conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-    events = sse_events(conn.getresponse())
-    conn.close()
-    return events
+    body, ctype = multipart(fields, {"file": (name, data)})
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request("POST", path, body, {"Content-Type": ctype})
+        r = conn.getresponse()
+        return r.status, r.getheader("Content-Type"), sse_events(r)
+    finally:
+        conn.close()
+
+
+def streamed_jfk(base):
+    """The events of jfk.wav transcribed with stream=true."""
+    return streamed(base, {"stream": "true"}, "jfk.wav", JFK, timeout=120)[2]
 
 
 def requests_beside_a_stream(base, n, fields_of=lambda i: {}):
@@ -331,18 +338,11 @@ class StreamingTest(unittest.TestCase):
     def test_openai_streaming_events(self):
         """stream=true: text/event-stream of transcript.text.delta events, then one transcript.text.done whose
         text is what the deltas spell and what a plain request returns; the stream then ends."""
-        import http.client
         server = Server(model=PARAKEET_MODEL)
         try:
-            host, port = server.base.split("//")[1].split(":")
-            body, ctype = multipart({"stream": "true", "response_format": "json"}, {"file": ("jfk.wav", JFK)})
-            conn = http.client.HTTPConnection(host, int(port), timeout=60)
-            conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-            r = conn.getresponse()
-            self.assertEqual(r.status, 200)
-            self.assertTrue(r.getheader("Content-Type").startswith("text/event-stream"))
-            events = sse_events(r)
-            conn.close()
+            status, ctype, events = streamed(server.base, {"stream": "true", "response_format": "json"}, "jfk.wav", JFK)
+            self.assertEqual(status, 200)
+            self.assertTrue(ctype.startswith("text/event-stream"))
             self.assertGreater(len(events), 2)
             self.assertEqual([e["type"] for e in events], ["transcript.text.delta"] * (len(events) - 1) + ["transcript.text.done"])
             plain = json.loads(transcribe(server.base, JFK)[2])["text"]
@@ -358,20 +358,13 @@ class StreamedFormatsTest(unittest.TestCase):
     def test_formats_event_carries_each_plain_body(self):
         """stream=true with our formats=... field: one transcript.formats event before transcript.text.done, each
         format's body what the plain request of that format returns, byte for byte."""
-        import http.client
         server = Server(model=PARAKEET_MODEL)
         try:
-            host, port = server.base.split("//")[1].split(":")
             fields = [("stream", "true"), ("response_format", "json"), ("formats", "text, json,srt"),
                       ("formats[]", "vtt,verbose_json"), ("timestamp_granularities[]", "segment"),
                       ("timestamp_granularities[]", "word")]
-            body, ctype = multipart(fields, {"file": ("jfk.wav", JFK)})
-            conn = http.client.HTTPConnection(host, int(port), timeout=60)
-            conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-            r = conn.getresponse()
-            self.assertEqual(r.status, 200)
-            events = sse_events(r)
-            conn.close()
+            status, _, events = streamed(server.base, fields, "jfk.wav", JFK)
+            self.assertEqual(status, 200)
             self.assertEqual([e["type"] for e in events[-2:]], ["transcript.formats", "transcript.text.done"])
             formats = events[-2]["formats"]
             self.assertEqual(sorted(formats), ["json", "srt", "text", "verbose_json", "vtt"])
@@ -489,15 +482,9 @@ class DiarizedServer(unittest.TestCase):
         self.assertEqual(" ".join(seg["text"] for seg in j["segments"]), j["text"])
 
     def test_streamed_segments_then_done(self):
-        import http.client
-        host, port = self.server.base.split("//")[1].split(":")
-        body, ctype = multipart({"stream": "true", "response_format": "diarized_json"}, {"file": ("c.wav", self.audio)})
-        conn = http.client.HTTPConnection(host, int(port), timeout=60)
-        conn.request("POST", "/v1/audio/transcriptions", body, {"Content-Type": ctype})
-        r = conn.getresponse()
-        self.assertEqual(r.status, 200)
-        events = sse_events(r)
-        conn.close()
+        status, _, events = streamed(self.server.base, {"stream": "true", "response_format": "diarized_json"}, "c.wav",
+                                     self.audio)
+        self.assertEqual(status, 200)
         kinds = [e["type"] for e in events]
         n_delta, n_seg = kinds.count("transcript.text.delta"), kinds.count("transcript.text.segment")
         self.assertEqual(kinds, ["transcript.text.delta"] * n_delta + ["transcript.text.segment"] * n_seg
@@ -729,13 +716,8 @@ class TranslationTest(unittest.TestCase):
             self.assertEqual([(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in json.loads(body)["words"]],
                              [(w["word"], round(w["start"], 3), round(w["end"], 3)) for w in ts["word"]])
             self.assertEqual(json.loads(body)["text"], ts["text_after"])
-            body, ctype = multipart({"stream": "true", "language": "en", "target_language": "de"}, {"file": ("a.wav", wav)})
-            import http.client
-            host, port = server.base.split("//")[1].split(":")
-            conn = http.client.HTTPConnection(host, int(port), timeout=60)
-            conn.request("POST", "/v1/audio/translations", body, {"Content-Type": ctype})
-            events = sse_events(conn.getresponse())
-            conn.close()
+            events = streamed(server.base, {"stream": "true", "language": "en", "target_language": "de"}, "a.wav", wav,
+                              path="/v1/audio/translations")[2]
             self.assertEqual(events[-1]["text"], text["ast_en_de"]["hypothesis"]["text"])
             for path, fields, says in (("/v1/audio/transcriptions", {"language": "xx"}, "en, de, es, fr"),
                                        ("/v1/audio/translations", {"target_language": "it"}, "en, de, es, fr"),
