@@ -719,6 +719,11 @@ class TranslationTest(unittest.TestCase):
             events = streamed(server.base, {"stream": "true", "language": "en", "target_language": "de"}, "a.wav", wav,
                               path="/v1/audio/translations")[2]
             self.assertEqual(events[-1]["text"], text["ast_en_de"]["hypothesis"]["text"])
+            # Beam search streams its best hypothesis once found: its text, not the pads past its end.
+            events = streamed(server.base, {"stream": "true", "language": "en", "target_language": "de", "beam_size": "4"},
+                              "a.wav", wav, path="/v1/audio/translations")[2]
+            self.assertEqual(events[-1]["text"], beam)
+            self.assertEqual("".join(e["delta"] for e in events[:-1]), beam)
             for path, fields, says in (("/v1/audio/transcriptions", {"language": "xx"}, "en, de, es, fr"),
                                        ("/v1/audio/translations", {"target_language": "it"}, "en, de, es, fr"),
                                        ("/v1/audio/transcriptions", {"beam_size": "9"}, "beam_size")):

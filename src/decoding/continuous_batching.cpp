@@ -135,7 +135,11 @@ void ContinuousBatchingSession::run_beam(DecodeJob & a, const std::vector<int> &
     a.out.tokens    = r.hypotheses[r.best].tokens;
     a.out.truncated = !r.finished && !a.out.tokens.empty() && a.out.tokens.back() != b.eos && a.out.tokens.back() != b.pad;
     if (o.on_token) {
+        // The hypothesis is padded past its end (NeMo's layout): the text ends at the first EOS or pad.
         for (int32_t t : a.out.tokens) {
+            if (t == b.eos || t == b.pad) {
+                break;
+            }
             o.on_token(t);
         }
     }

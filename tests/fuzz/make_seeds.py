@@ -194,6 +194,9 @@ def main():
         (out / "tokenizer" / f"case{i:03d}.txt").write_text(text, encoding="utf-8")
     for i, fmt in enumerate(("json", "text", "srt", "vtt", "verbose_json")):
         (out / "server" / f"req{i}.bin").write_bytes(multipart({"model": "m", "response_format": fmt}, short.read_bytes()))
+    # The streamed request with every format at once (the web page's): the formats list's parsing.
+    (out / "server" / "formats.bin").write_bytes(multipart({"stream": "true", "formats": "text,json,srt,vtt,verbose_json",
+                                                            "timestamp_granularities[]": "word"}, short.read_bytes()))
     (out / "server" / "nofile.bin").write_bytes(b'--fuzzboundary\r\nContent-Disposition: form-data; name="x"\r\n\r\ny\r\n--fuzzboundary--\r\n')
     print(f"seeds in {out}")
 

@@ -6,13 +6,14 @@
 // name stays text; the keyboard alone reaches every control; an API key asked for and used; --no-web.
 // Screenshots of each state go to OUT_DIR.
 // usage: node test_web.mjs SERVER PARAKEET.gguf VAD.gguf SORTFORMER.gguf CLIP.wav SPEAKERS.wav OUT_DIR
+//                          CANARY_AED.gguf AED_CLIP.wav
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
-const [SERVER, MODEL, VAD, DIARIZER, CLIP, SPEAKERS_CLIP, OUT] = process.argv.slice(2);
+const [SERVER, MODEL, VAD, DIARIZER, CLIP, SPEAKERS_CLIP, OUT, AED_MODEL, AED_CLIP] = process.argv.slice(2);
 mkdirSync(OUT, { recursive: true });
 const KEY = 'web-test-key';
 const watchdog = setTimeout(() => {
@@ -21,9 +22,9 @@ const watchdog = setTimeout(() => {
 }, 400000);
 
 const servers = [];
-function startServer(args) {
+function startServer(args, model = MODEL) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(SERVER, ['-m', MODEL, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(SERVER, ['-m', model, '--port', '0', '--threads', '2', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     servers.push(proc);
     let out = '', err = '';
     proc.stdout.on('data', (d) => {
@@ -37,11 +38,11 @@ function startServer(args) {
 }
 
 // The REST response body for a file, as any client gets it.
-async function rest(base, bytes, name, fields, headers = {}) {
+async function rest(base, bytes, name, fields, headers = {}, route = '/v1/audio/transcriptions') {
   const form = new FormData();
   form.append('file', new Blob([bytes]), name);
   for (const [k, v] of fields) form.append(k, v);
-  const r = await fetch(`${base}/v1/audio/transcriptions`, { method: 'POST', body: form, headers });
+  const r = await fetch(base + route, { method: 'POST', body: form, headers });
   const body = await r.text();
   assert.equal(r.status, 200, body);
   return body;
@@ -289,6 +290,28 @@ try {
   assert.deepEqual(keyedWords, page1.words);
   assert.equal((await fetch(keyed + '/v1/models')).status, 401);
   assert.equal((await fetch(keyed + '/')).status, 200);
+
+  // ---- controls from the model's capabilities: Canary AED's languages, translation and beam search
+  const aed = await startServer([], AED_MODEL);
+  const page3 = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  await page3.goto(aed + '/');
+  await page3.waitForFunction(() => /\(canary/.test(document.getElementById('model').textContent));
+  const rows = ['language-row', 'translate-row', 'beam-row', 'hotwords-row', 'prompt-row', 'speakers-row'];
+  const visible = await page3.evaluate((ids) => ids.filter((id) => !document.getElementById(id).hidden), rows);
+  assert.deepEqual(visible, ['language-row', 'translate-row', 'beam-row']);
+  const caps = (await (await fetch(aed + '/v1/models')).json()).data[0].capabilities;
+  const offered = await page3.evaluate(() => [...document.querySelectorAll('#translate-to option')].map((o) => o.value));
+  assert.deepEqual(offered, ['', ...caps.languages]);
+  await page3.selectOption('#language', 'en');
+  await page3.selectOption('#translate-to', 'de');
+  await page3.fill('#beam', '2');
+  await page3.check('#times-segment');
+  await upload(page3, AED_CLIP);
+  await shot(page3, '10-canary-aed-controls.png');
+  const translated = (await downloads(page3)).json.body;
+  assert.equal(translated, await rest(aed, readFileSync(AED_CLIP), basename(AED_CLIP), [['response_format', 'json'],
+    ['language', 'en'], ['target_language', 'de'], ['beam_size', '2']], {}, '/v1/audio/translations'));
+  assert.notEqual(translated, await rest(aed, readFileSync(AED_CLIP), basename(AED_CLIP), [['response_format', 'json']]));
 
   // ---- --no-web: no page, the API as before; the page's routes take GET and HEAD only
   const plain = await startServer(['--no-web']);
