@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 using namespace transcribe_tools;
@@ -207,87 +208,82 @@ void stream_transcription(ServerState & st, HttpResponse & res, SessionPool::Lea
     };
 }
 
-} // namespace
+// A request's form refused: the status, OpenAI's message and the field at fault.
+struct RequestError : std::runtime_error {
+    RequestError(int s, const std::string & message, const char * p = nullptr) : std::runtime_error(message), status(s), param(p) {}
+    int          status;
+    const char * param;
+};
 
-// /v1/audio/transcriptions, or with TRANSLATE /v1/audio/translations (into English, OpenAI's route, or the
-// language a `target_language` field names).
-void handle_transcription(ServerState & st, const HttpRequest & http, HttpResponse & res, bool translate) {
-    const std::string boundary = form_boundary(http.header("content-type"));
-    if (boundary.empty()) {
-        send_error(res, 415, "Content-Type must be multipart/form-data with a boundary (got '" + http.header("content-type") + "')");
-        return;
+// What a transcription request asks for, read from its form before any audio is decoded.
+struct TranscriptionRequest {
+    RunRequest                 run;
+    ResponseShape              shape;
+    bool                       stream = false;
+    std::vector<ResponseShape> extra_formats; // our `formats`: streamed at the end in each of these
+};
+
+// The form's fields checked against the model and the server (RequestError for the first that is wrong).
+TranscriptionRequest parse_transcription_request(const ServerState & st, const Form & form, bool translate) {
+    if (form.find("file") == form.end()) {
+        throw RequestError(400, "missing form field 'file'", "file");
     }
-    Form req;
-    if (!parse_form(http.body, boundary, &req)) {
-        send_error(res, 400, "malformed multipart/form-data body");
-        return;
-    }
-    if (req.find("file") == req.end()) {
-        send_error(res, 400, "missing form field 'file'", "file");
-        return;
-    }
-    const std::string format_name = form_field(req, "response_format", "json");
+    const std::string format_name = form_field(form, "response_format", "json");
     const bool verbose = format_name == "verbose_json", diarized = format_name == "diarized_json";
     Format format = Format::Json;
     if (!verbose && !diarized && format_name != "text" && !parse_format(format_name, &format)) {
-        send_error(res, 400,
-                   "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json, diarized_json)",
-                   "response_format");
-        return;
+        throw RequestError(400,
+                           "unsupported response_format '" + format_name + "' (json, text, srt, vtt, verbose_json, diarized_json)",
+                           "response_format");
     }
     if (diarized && (translate || !st.diarizer)) {
-        send_error(res, 400,
-                   translate ? std::string("diarized_json is a transcription format (not for translations)")
-                             : "diarized_json needs a diarizer: start the server with --diarize SORTFORMER.gguf",
-                   "response_format");
-        return;
+        throw RequestError(400,
+                           translate ? std::string("diarized_json is a transcription format (not for translations)")
+                                     : "diarized_json needs a diarizer: start the server with --diarize SORTFORMER.gguf",
+                           "response_format");
     }
-    if (!form_values(req, "known_speaker_names").empty() || !form_values(req, "known_speaker_references").empty()) {
-        send_error(res, 400, "known speakers are not supported: speakers are labelled A, B, ... in order of arrival",
-                   "known_speaker_names");
-        return;
+    if (!form_values(form, "known_speaker_names").empty() || !form_values(form, "known_speaker_references").empty()) {
+        throw RequestError(400, "known speakers are not supported: speakers are labelled A, B, ... in order of arrival",
+                           "known_speaker_names");
     }
     bool want_words = false, want_segments = true;
-    const std::vector<std::string> granularities = form_values(req, "timestamp_granularities");
+    const std::vector<std::string> granularities = form_values(form, "timestamp_granularities");
     if (!granularities.empty()) {
         want_segments = false;
         for (const std::string & g : granularities) {
             if (g != "word" && g != "segment") {
-                send_error(res, 400, "unsupported timestamp granularity '" + g + "' (word, segment)", "timestamp_granularities");
-                return;
+                throw RequestError(400, "unsupported timestamp granularity '" + g + "' (word, segment)",
+                                   "timestamp_granularities");
             }
             want_words    = want_words || g == "word";
             want_segments = want_segments || g == "segment";
         }
-        if (!verbose && form_values(req, "formats").empty()) {
-            send_error(res, 400, "timestamp_granularities needs response_format verbose_json (or formats)",
-                       "timestamp_granularities");
-            return;
+        if (!verbose && form_values(form, "formats").empty()) {
+            throw RequestError(400, "timestamp_granularities needs response_format verbose_json (or formats)",
+                               "timestamp_granularities");
         }
         if (want_words && !st.info.word_timestamps && !st.info.timestamp_prompt) {
-            send_error(res, 400, std::string("model ") + st.info.name + " gives no word timestamps",
-                       "timestamp_granularities");
-            return;
+            throw RequestError(400, std::string("model ") + st.info.name + " gives no word timestamps",
+                               "timestamp_granularities");
         }
     }
-    const bool stream = form_field(req, "stream", "false") == "true";
+    const bool stream = form_field(form, "stream", "false") == "true";
     // Our extension: with stream=true, formats=a,b,... (response formats) adds one transcript.formats event
     // at the end holding the transcript in each, shaped by timestamp_granularities as verbose_json would be.
     std::vector<std::string> extra_formats;
-    for (const std::string & listed : form_values(req, "formats")) {
+    for (const std::string & listed : form_values(form, "formats")) {
         for (size_t at = 0; at <= listed.size();) {
             const size_t end = std::min(listed.find(',', at), listed.size());
             std::string name = trimmed(listed.substr(at, end - at));
             if (!name.empty()) {
                 Format ignored;
                 if (name != "text" && name != "verbose_json" && name != "diarized_json" && !parse_format(name, &ignored)) {
-                    send_error(res, 400, "unsupported format '" + name + "' in formats (json, text, srt, vtt, verbose_json, diarized_json)",
-                               "formats");
-                    return;
+                    throw RequestError(400,
+                                       "unsupported format '" + name + "' in formats (json, text, srt, vtt, verbose_json, diarized_json)",
+                                       "formats");
                 }
                 if (name == "diarized_json" && !diarized) {
-                    send_error(res, 400, "formats: diarized_json comes with response_format diarized_json", "formats");
-                    return;
+                    throw RequestError(400, "formats: diarized_json comes with response_format diarized_json", "formats");
                 }
                 extra_formats.push_back(name);
             }
@@ -295,100 +291,130 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
         }
     }
     if (!extra_formats.empty() && !stream) {
-        send_error(res, 400, "formats is for stream: true (the plain response is one format)", "formats");
-        return;
+        throw RequestError(400, "formats is for stream: true (the plain response is one format)", "formats");
     }
     if (stream && (verbose || (!granularities.empty() && extra_formats.empty()) ||
                    (format_name != "json" && format_name != "text" && !diarized))) {
-        send_error(res, 400,
-                   "stream: true takes response_format json, text or diarized_json (and timestamp_granularities only with formats)",
-                   "stream");
-        return;
+        throw RequestError(400,
+                           "stream: true takes response_format json, text or diarized_json (and timestamp_granularities only "
+                           "with formats)",
+                           "stream");
     }
     RunRequest request;
-    request.language = form_field(req, "language", "");
-    request.target_language = translate ? form_field(req, "target_language", "en") : "";
+    request.language = form_field(form, "language", "");
+    request.target_language = translate ? form_field(form, "target_language", "en") : "";
     request.timestamps      = want_words && st.info.timestamp_prompt;
     request.diarize         = diarized;
     // Our extension: beam_size=N (models with beam search).
-    const std::string beam = form_field(req, "beam_size", "0");
+    const std::string beam = form_field(form, "beam_size", "0");
     if (beam.empty() || beam.size() > 2 || beam.find_first_not_of("0123456789") != std::string::npos || std::stoi(beam) > 8) {
-        send_error(res, 400, "beam_size must be a whole number from 0 to 8 (got '" + beam + "')", "beam_size");
-        return;
+        throw RequestError(400, "beam_size must be a whole number from 0 to 8 (got '" + beam + "')", "beam_size");
     }
     request.beam_size = std::stoi(beam);
     // Our extension: decoder_type=tdt|rnnt|ctc picks a hybrid Parakeet's head (NeMo's decoder_type).
-    const std::string decoder = form_field(req, "decoder_type", "");
+    const std::string decoder = form_field(form, "decoder_type", "");
     if (!decoder_type_from_name(decoder, &request.decoder_type)) {
-        send_error(res, 400, "decoder_type must be tdt, rnnt or ctc (got '" + decoder + "')", "decoder_type");
-        return;
+        throw RequestError(400, "decoder_type must be tdt, rnnt or ctc (got '" + decoder + "')", "decoder_type");
     }
     // Our extension: hotwords=a,b,c (or one phrase a line) and hotword_weight=W boost phrases (Parakeet).
-    for (char c : form_field(req, "hotwords", "")) {
+    for (char c : form_field(form, "hotwords", "")) {
         request.hotwords += c == ',' ? '\n' : c;
     }
-    const std::string weight = form_field(req, "hotword_weight", "1");
+    const std::string weight = form_field(form, "hotword_weight", "1");
     char * weight_end = nullptr;
     request.hotword_weight = std::strtof(weight.c_str(), &weight_end);
     if (weight.empty() || *weight_end != '\0' || !(request.hotword_weight >= 0.0f && request.hotword_weight <= 100.0f)) {
-        send_error(res, 400, "hotword_weight must be a number from 0 to 100 (got '" + weight + "')", "hotword_weight");
-        return;
+        throw RequestError(400, "hotword_weight must be a number from 0 to 100 (got '" + weight + "')", "hotword_weight");
     }
     if (!request.hotwords.empty() && !st.info.hotwords) {
-        send_error(res, 400, "hotwords: this model does not take them (Parakeet models do)", "hotwords");
-        return;
+        throw RequestError(400, "hotwords: this model does not take them (Parakeet models do)", "hotwords");
     }
     // OpenAI's chunking_strategy: "auto" (the server's VAD where it has one) or {"type": "server_vad",
     // "threshold", "prefix_padding_ms", "silence_duration_ms"}: the speech regions' threshold, the padding
     // each gets and the silence that ends one (Silero's min_silence_duration_ms).
-    const std::string chunking = form_field(req, "chunking_strategy", "");
+    const std::string chunking = form_field(form, "chunking_strategy", "");
     if (!chunking.empty() && chunking != "auto") {
         const json c = json::parse(chunking, nullptr, false);
         if (c.is_discarded() || !c.is_object() || c.value("type", "") != "server_vad") {
-            send_error(res, 400, "chunking_strategy must be \"auto\" or a server_vad object (got '" + chunking + "')",
-                       "chunking_strategy");
-            return;
+            throw RequestError(400, "chunking_strategy must be \"auto\" or a server_vad object (got '" + chunking + "')",
+                               "chunking_strategy");
         }
         if (!st.vad) {
-            send_error(res, 400, "chunking_strategy server_vad needs the server started with --vad SILERO.gguf",
-                       "chunking_strategy");
-            return;
+            throw RequestError(400, "chunking_strategy server_vad needs the server started with --vad SILERO.gguf",
+                               "chunking_strategy");
         }
         request.speech_set = true;
         request.speech     = st.vad_params;
         const auto number = [&](const char * key, double lo, double hi, double * out) {
             if (!c.contains(key)) {
-                return true;
+                return;
             }
             if (!c[key].is_number() || !(c[key].get<double>() >= lo && c[key].get<double>() <= hi)) {
-                send_error(res, 400, std::string("chunking_strategy.") + key + " must be a number from " +
-                                         std::to_string(int(lo)) + " to " + std::to_string(int(hi)),
-                           "chunking_strategy");
-                return false;
+                throw RequestError(400, std::string("chunking_strategy.") + key + " must be a number from " +
+                                            std::to_string(int(lo)) + " to " + std::to_string(int(hi)),
+                                   "chunking_strategy");
             }
             *out = c[key].get<double>();
-            return true;
         };
         double threshold = request.speech.threshold, pad = request.speech.speech_pad_ms,
                silence = request.speech.min_silence_ms;
-        if (!number("threshold", 0, 1, &threshold) || !number("prefix_padding_ms", 0, 10000, &pad) ||
-            !number("silence_duration_ms", 0, 10000, &silence)) {
-            return;
-        }
+        number("threshold", 0, 1, &threshold);
+        number("prefix_padding_ms", 0, 10000, &pad);
+        number("silence_duration_ms", 0, 10000, &silence);
         request.speech.threshold      = float(threshold);
         request.speech.speech_pad_ms  = int(pad);
         request.speech.min_silence_ms = int(silence);
     }
     // Our extension: draft=false decodes without the server's draft model (the same ids, at plain speed).
-    const std::string draft = form_field(req, "draft", "true");
+    const std::string draft = form_field(form, "draft", "true");
     if (draft != "true" && draft != "false") {
-        send_error(res, 400, "draft must be true or false (got '" + draft + "')", "draft");
-        return;
+        throw RequestError(400, "draft must be true or false (got '" + draft + "')", "draft");
     }
     request.draft = draft == "true";
     // `model` is accepted for compatibility: the loaded model answers every request. `prompt` is context
     // for a model with a text prompt, and ignored by the others (see RunRequest).
-    request.prompt = form_field(req, "prompt", "");
+    request.prompt = form_field(form, "prompt", "");
+
+    TranscriptionRequest out;
+    ResponseShape & shape = out.shape;
+    shape.format_name = format_name;
+    shape.translate   = translate;
+    shape.language    = translate ? request.target_language
+                                  : !request.language.empty() ? request.language : st.info.n_languages ? st.info.languages[0] : "en";
+    shape.segments    = want_segments;
+    shape.words       = want_words;
+    for (const std::string & name : extra_formats) {
+        out.extra_formats.push_back(shape);
+        out.extra_formats.back().format_name = name;
+    }
+    out.run    = std::move(request);
+    out.stream = stream;
+    return out;
+}
+
+} // namespace
+
+// /v1/audio/transcriptions, or with TRANSLATE /v1/audio/translations (into English, OpenAI's route, or the
+// language a `target_language` field names): the form read, the audio decoded, the run, the response.
+void handle_transcription(ServerState & st, const HttpRequest & http, HttpResponse & res, bool translate) {
+    const std::string boundary = form_boundary(http.header("content-type"));
+    if (boundary.empty()) {
+        send_error(res, 415, "Content-Type must be multipart/form-data with a boundary (got '" + http.header("content-type") + "')");
+        return;
+    }
+    Form form;
+    if (!parse_form(http.body, boundary, &form)) {
+        send_error(res, 400, "malformed multipart/form-data body");
+        return;
+    }
+    TranscriptionRequest parsed;
+    try {
+        parsed = parse_transcription_request(st, form, translate);
+    } catch (const RequestError & e) {
+        send_error(res, e.status, e.what(), e.param);
+        return;
+    }
+    const RunRequest & request = parsed.run;
 
     // A session first (503 without decoding anything when the queue is full), then the audio, decoded
     // under the duration limit and stopped when the client goes away.
@@ -398,7 +424,7 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
         return;
     }
     ConnectionWatch watch(http.fd);
-    const std::string & bytes = req.find("file")->second.content;
+    const std::string & bytes = form.find("file")->second.content;
     transcribe_audio audio {};
     transcribe_audio_limits limits {st.max_audio_s, [](void * w) { return static_cast<ConnectionWatch *>(w)->closed(); },
                                     &watch};
@@ -414,20 +440,8 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
                    "file");
         return;
     }
-    ResponseShape shape;
-    shape.format_name = format_name;
-    shape.translate   = translate;
-    shape.language    = translate ? request.target_language
-                                  : !request.language.empty() ? request.language : st.info.n_languages ? st.info.languages[0] : "en";
-    shape.segments    = want_segments;
-    shape.words       = want_words;
-    if (stream) {
-        std::vector<ResponseShape> shapes;
-        for (const std::string & name : extra_formats) {
-            shapes.push_back(shape);
-            shapes.back().format_name = name;
-        }
-        stream_transcription(st, res, std::move(lease), audio, request, std::move(shapes));
+    if (parsed.stream) {
+        stream_transcription(st, res, std::move(lease), audio, request, std::move(parsed.extra_formats));
         return;
     }
     transcribe_result * result = nullptr;
@@ -449,8 +463,8 @@ void handle_transcription(ServerState & st, const HttpRequest & http, HttpRespon
     const Output out = output_from_result(result);
     transcribe_result_free(result);
     ++st.served;
-    shape.duration = duration;
-    ResponseBody body = response_body(st, out, shape);
+    parsed.shape.duration = duration;
+    ResponseBody body = response_body(st, out, parsed.shape);
     res.set_content(std::move(body.content), body.content_type);
 }
 
