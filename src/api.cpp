@@ -5,7 +5,7 @@
 #include "engine/batcher.h"
 #include "core/backend.h"
 #include "core/error.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/live_stream.h"
 #include "engine/long_audio.h"
 #include "core/log.h"

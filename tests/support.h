@@ -1,7 +1,7 @@
 // Shared helpers for the tests: fixture paths, golden loading, tolerances from MANIFEST.json.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "core/npy.h"
 
 #include "ggml-backend.h"

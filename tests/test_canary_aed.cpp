@@ -2,9 +2,9 @@
 // decoder's prompt stages, every greedy step's logits, the ids and text of each task (transcription,
 // translation, timestamps), NeMo's beam search, BF16 / Q8_0 drift; NeMo's timestamp parsing and the beam
 // search's rules by hand.
-#include "engine/aed_timestamps.h"
+#include "decoding/aed_timestamps.h"
 #include "core/error.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "decoding/beam_search.h"
 #include "support.h"
 

@@ -1,6 +1,6 @@
 // Canary-Qwen end to end against the NeMo / transformers goldens of the tiny fixture: every
 // intermediate (via TRANSCRIBE_DUMP_DIR), the greedy ids, and teacher-forced logits at every step.
-#include "engine/family.h"
+#include "model/family.h"
 #include "support.h"
 
 #include "ggml-backend.h"

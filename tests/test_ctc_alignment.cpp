@@ -4,7 +4,7 @@
 // skip rule and ties, the unknown mark's splitting.
 #include "core/npy.h"
 #include "decoding/ctc_forced_alignment.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // frame's decision, NeMo's text, word and segment times; greedy CTC's folding and offsets and CTC's
 // punctuation rule by hand.
 #include "core/error.h"
-#include "engine/family.h"
-#include "engine/subword_timestamps.h"
+#include "model/family.h"
+#include "decoding/subword_timestamps.h"
 #include "decoding/ctc_greedy.h"
 #include "support.h"
 

@@ -3,7 +3,7 @@
 // stages test_parakeet_tdt.cpp checks): every joint evaluation of NeMo's greedy label-looping decoder
 // (several tokens on one frame, max_symbols' forced advance), the ids and their frames, NeMo's text and
 // its RNNT word and segment times (no punctuation refinement, a token spans its frame).
-#include "engine/family.h"
+#include "model/family.h"
 #include "core/npy.h"
 #include "support.h"
 

@@ -1,7 +1,7 @@
 // Parakeet-TDT end to end against the NeMo goldens of parakeet-tdt-tiny: every stage (via
 // TRANSCRIBE_DUMP_DIR), every joint evaluation of the greedy TDT decode, the ids / frames / durations,
 // and NeMo's text, word and segment times.
-#include "engine/family.h"
+#include "model/family.h"
 #include "core/npy.h"
 #include "support.h"
 

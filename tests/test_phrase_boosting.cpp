@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "decoding/ctc_greedy.h"
 #include "decoding/phrase_boosting.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

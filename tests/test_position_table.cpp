@@ -2,7 +2,7 @@
 // hand, and the projections kept between runs giving the bits the graph's own would (a shorter window
 // reads the middle rows of a table made for a longer one).
 #include "blocks/position_table.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

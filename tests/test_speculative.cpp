@@ -1,7 +1,7 @@
 // Speculative decoding: the draft follower's rules worked by hand, and on the fixture the ids of
 // greedy decoding with any draft (right, partly wrong, shifted, random, empty) equal the goldens,
 // alone, batched beside runs without a draft, on the F32 and the BF16 file.
-#include "engine/family.h"
+#include "model/family.h"
 #include "decoding/draft_follower.h"
 #include "support.h"
 

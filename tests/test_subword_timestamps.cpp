@@ -2,7 +2,7 @@
 // sentencepiece's own output, over the parakeet-tdt-tiny vocabulary.
 #include "core/model_file.h"
 #include "core/sentencepiece_tokenizer.h"
-#include "engine/subword_timestamps.h"
+#include "decoding/subword_timestamps.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

@@ -5,9 +5,9 @@
 
 #include "fastconformer.h"
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "core/mel.h"
-#include "engine/session_base.h"
+#include "model/session_base.h"
 
 #include <functional>
 #include <memory>

@@ -6,7 +6,7 @@
 
 #include "core/backend.h"
 #include "core/model_file.h"
-#include "engine/session_base.h"
+#include "model/session_base.h"
 
 #include <string>
 #include <utility>

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "blocks/step_decoder.h"
-#include "engine/session_base.h"
+#include "model/session_base.h"
 #include "decoding/draft_follower.h"
 
 #include <memory>

@@ -5,7 +5,7 @@
 // ended; the first starts one frame before the first non-blank frame (at least at 0).
 #pragma once
 
-#include "engine/subword_timestamps.h"
+#include "decoding/subword_timestamps.h"
 #include "decoding/phrase_boosting.h"
 
 #include <vector>

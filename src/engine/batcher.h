@@ -3,7 +3,7 @@
 // and leaving between steps (continuous batching). One thread of its own drives the session.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/long_audio.h"
 #include "engine/piece_feeder.h"
 

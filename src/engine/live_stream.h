@@ -12,7 +12,7 @@
 // edges keep being found while a turn is transcribed); one decode() at a time.
 #pragma once
 
-#include "engine/speech_detector.h"
+#include "model/speech_detector.h"
 #include "engine/turn_detector.h"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // one session, and join the pieces into timed segments of the original audio.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/speech_segments.h"
 
 #include <cstddef>

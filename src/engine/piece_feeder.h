@@ -5,7 +5,7 @@
 // given pieces at its first error and completes (joined, or failed) once none of its pieces runs.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/long_audio.h"
 
 #include <deque>

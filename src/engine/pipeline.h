@@ -6,10 +6,10 @@
 #pragma once
 
 #include "engine/batcher.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/long_audio.h"
 #include "engine/speaker_segments.h"
-#include "engine/speech_detector.h"
+#include "model/speech_detector.h"
 
 #include <cstdint>
 #include <exception>

@@ -4,7 +4,7 @@
 // word's), and each segment is cut where the speaker changes (its tokens stay with its first part).
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/speaker_segments.h"
 
 #include <vector>

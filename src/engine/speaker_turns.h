@@ -5,7 +5,7 @@
 // left untranscribed.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 #include "engine/speaker_segments.h"
 #include "engine/speech_segments.h"
 

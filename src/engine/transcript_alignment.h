@@ -3,7 +3,7 @@
 // and its segments (cut at '.', '?', '!' as NFA cuts them) the CTC model's frame times.
 #pragma once
 
-#include "engine/family.h"
+#include "model/family.h"
 
 #include <cstddef>
 #include <functional>

@@ -5,7 +5,7 @@
 // NeMo's beam search; text as the aggregate tokenizer joins it, timestamps as NeMo parses them.
 #include "blocks/speech_encoder.h"
 #include "blocks/transformer_decoder.h"
-#include "engine/aed_timestamps.h"
+#include "decoding/aed_timestamps.h"
 #include "core/npy.h"
 #include "decoding/continuous_batching.h"
 

@@ -7,7 +7,7 @@
 #include "blocks/speech_encoder.h"
 #include "blocks/transducer.h"
 #include "core/npy.h"
-#include "engine/subword_timestamps.h"
+#include "decoding/subword_timestamps.h"
 #include "decoding/ctc_greedy.h"
 #include "ops/matmul.h"
 

@@ -1,6 +1,6 @@
 // The family registry: which family loads a GGUF, by its general.architecture key.
 #include "core/error.h"
-#include "engine/family.h"
+#include "model/family.h"
 #include "core/log.h"
 #include "ops/matmul.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/backend.h"
 #include "core/model_file.h"
-#include "engine/speech_detector.h"
+#include "model/speech_detector.h"
 
 #include <functional>
 #include <map>

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "core/npy.h"
-#include "engine/session_base.h"
+#include "model/session_base.h"
 #include "ops/matmul.h"
 
 #include <algorithm>

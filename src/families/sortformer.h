@@ -9,7 +9,7 @@
 #include "blocks/transformer_encoder.h"
 #include "core/backend.h"
 #include "core/model_file.h"
-#include "engine/session_base.h"
+#include "model/session_base.h"
 #include "sortformer_speaker_cache.h"
 
 #include <memory>

@@ -4,7 +4,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "engine/family.h"
+#include "model/family.h"
 
 #include <chrono>
 #include <functional>

@@ -4,7 +4,7 @@
 // and segments end at words ending in . ? or !. Text without such a pair is kept (stripped).
 #pragma once
 
-#include "engine/subword_timestamps.h"
+#include "decoding/subword_timestamps.h"
 
 #include <string>
 #include <vector>

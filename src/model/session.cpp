@@ -1,6 +1,6 @@
 // What a session does for families that do not decode several recordings together.
 #include "core/error.h"
-#include "engine/family.h"
+#include "model/family.h"
 
 namespace transcribe {
 

@@ -1,4 +1,4 @@
-#include "engine/aed_timestamps.h"
+#include "decoding/aed_timestamps.h"
 
 #include <cctype>
 

@@ -1,4 +1,4 @@
-#include "engine/subword_timestamps.h"
+#include "decoding/subword_timestamps.h"
 
 #include <algorithm>
 
