@@ -1,5 +1,7 @@
 #include "http_server.h"
 
+#include "connection_watch.h"
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -8,7 +10,6 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -31,11 +32,6 @@ using tcp           = net::ip::tcp;
 using Clock         = std::chrono::steady_clock;
 
 namespace {
-
-bool peer_gone(int fd) {
-    pollfd p {fd, POLLRDHUP, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
 
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
@@ -294,7 +290,7 @@ private:
                 net::async_write(c_.stream_, http::make_chunk(net::buffer(bytes)), done);
             });
         }
-        bool open() const override { return !peer_gone(c_.fd_); }
+        bool open() const override { return !ConnectionWatch(c_.fd_).closed(); }
 
     private:
         Connection & c_;
@@ -382,6 +378,8 @@ public:
         }
     }
 
+    // Its own deadline rather than Connection::timed: that one runs the io_context until nothing is left to
+    // do, and here the channel's read stays outstanding, so it would wait for the client's next message.
     bool write(const std::string & text) override {
         if (broken_) {
             return false;
