@@ -190,6 +190,18 @@ try {
   await shot(page, '4-markup-as-text.png');
   await page.unroute('**/v1/audio/transcriptions');
 
+  // ---- a file dropped on the page (the drop zone's own handler, with a DataTransfer as a drag brings)
+  const dropped = await page.evaluateHandle((bytes) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([new Uint8Array(bytes)], 'dropped.wav', { type: 'audio/wav' }));
+    return transfer;
+  }, [...clip]);
+  await page.evaluate(() => { document.getElementById('status').textContent = ''; });
+  await page.dispatchEvent('#drop', 'drop', { dataTransfer: dropped });
+  await page.waitForFunction(() => /^done in/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  assert.equal(await page.evaluate(() => document.getElementById('file-name').textContent), 'dropped.wav');
+  assert.deepEqual((await shown(page)).words, page1.words);
+
   // ---- speakers: the timeline is the diarizer's segments, diarized_json equal to REST's
   await page.check('#speakers');
   await upload(page, SPEAKERS_CLIP);
