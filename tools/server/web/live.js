@@ -38,7 +38,7 @@ function liveStatus(message, isError) {
 function liveTurn(live, itemId) {
   let turn = live.turns.get(itemId);
   if (!turn) {
-    const el = element('li', 'turn pending');
+    const el = element('li', 'turn pending', '…');
     el.dataset.item = itemId;
     $('live-turns').append(el);
     turn = { el, partial: '' };
