@@ -4,10 +4,12 @@
 
 #include "openai_formats.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 namespace transcribe_server {
 
@@ -44,22 +46,32 @@ bool same_secret(const std::string & a, const std::string & b) {
     return diff == 0;
 }
 
+// The WebSocket subprotocols a request offers (Sec-WebSocket-Protocol, comma-separated), trimmed.
+std::vector<std::string> offered_protocols(const HttpRequest & req) {
+    const std::string protocols = req.header("sec-websocket-protocol");
+    std::vector<std::string> out;
+    for (size_t at = 0; at < protocols.size();) {
+        const size_t end = std::min(protocols.find(',', at), protocols.size());
+        std::string p = protocols.substr(at, end - at);
+        p.erase(0, p.find_first_not_of(' '));
+        p.erase(p.find_last_not_of(' ') + 1);
+        out.push_back(std::move(p));
+        at = end + 1;
+    }
+    return out;
+}
+
 // The API key as OpenAI's clients send it: "Authorization: Bearer KEY", or, from a browser (which cannot
 // set headers on a WebSocket), the subprotocol "openai-insecure-api-key.KEY".
 bool authorized(const ServerState & st, const HttpRequest & req) {
     if (same_secret(req.header("authorization"), "Bearer " + st.api_key)) {
         return true;
     }
-    const std::string protocols = req.header("sec-websocket-protocol"), prefix = "openai-insecure-api-key.";
-    for (size_t at = 0; at < protocols.size();) {
-        const size_t end = std::min(protocols.find(',', at), protocols.size());
-        std::string p = protocols.substr(at, end - at);
-        p.erase(0, p.find_first_not_of(' '));
-        p.erase(p.find_last_not_of(' ') + 1);
+    const std::string prefix = "openai-insecure-api-key.";
+    for (const std::string & p : offered_protocols(req)) {
         if (p.rfind(prefix, 0) == 0 && same_secret(p.substr(prefix.size()), st.api_key)) {
             return true;
         }
-        at = end + 1;
     }
     return false;
 }
@@ -191,14 +203,8 @@ HttpHandlers make_handlers(ServerState & state) {
     // OpenAI's browser clients offer "realtime" (beside the key's "openai-insecure-api-key.KEY"): named
     // back, or the browser drops the connection.
     h.websocket_protocol = [](const HttpRequest & req) {
-        const std::string offered = "," + req.header("sec-websocket-protocol") + ",";
-        std::string compact;
-        for (char c : offered) {
-            if (c != ' ') {
-                compact += c;
-            }
-        }
-        return compact.find(",realtime,") != std::string::npos ? std::string("realtime") : std::string();
+        const std::vector<std::string> offered = offered_protocols(req);
+        return std::find(offered.begin(), offered.end(), "realtime") != offered.end() ? std::string("realtime") : std::string();
     };
     h.websocket = [&state](const HttpRequest & req, WebSocketChannel & channel) { handle_realtime(state, req, channel); };
     const size_t limit_mib = state.max_upload_bytes >> 20;

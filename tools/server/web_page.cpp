@@ -25,9 +25,6 @@ const char * content_type_of(const std::string & name) {
     if (ends(".css")) {
         return "text/css; charset=utf-8";
     }
-    if (ends(".svg")) {
-        return "image/svg+xml";
-    }
     return "application/octet-stream";
 }
 
