@@ -424,6 +424,36 @@ class WebPageTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_websocket_key_and_subprotocol_as_browsers_send_them(self):
+        """A browser's upgrade carries the key as the subprotocol openai-insecure-api-key.KEY beside "realtime",
+        which the 101 must name back (a browser drops the connection otherwise); a wrong key gets 401."""
+        import socket
+        server = Server("--api-key", "s3cret")
+        try:
+            host, port = server.base.split("//")[1].split(":")
+
+            def upgrade(protocols):
+                s = socket.create_connection((host, int(port)), timeout=10)
+                s.sendall(("GET /v1/realtime?intent=transcription HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                           "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                           f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocols}\r\n\r\n").encode())
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                s.close()
+                lines = head.decode(errors="replace").split("\r\n")
+                fields = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+                return lines[0].split()[1], fields.get("sec-websocket-protocol")
+
+            self.assertEqual(upgrade("realtime, openai-insecure-api-key.s3cret"), ("101", "realtime"))
+            self.assertEqual(upgrade("openai-insecure-api-key.s3cret"), ("101", None))
+            self.assertEqual(upgrade("realtime, openai-insecure-api-key.wrong")[0], "401")
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_models_say_what_each_model_can_do(self):
         for model, expected in ((MODEL, {"prompt": True, "hotwords": False, "word_timestamps": False,
                                          "translation": False, "diarization": False, "vad": False}),
