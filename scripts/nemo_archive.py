@@ -93,8 +93,14 @@ class TorchCheckpoint:
             raise
         except Exception as exc:  # noqa: BLE001 - a corrupt pickle raises many kinds
             raise ConvertError(f"{what}: unreadable checkpoint pickle ({exc})")
-        if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
-            state = state["state_dict"]
+        # The weights may sit under a key beside other entries (Lightning's "state_dict", OpenAI Whisper's
+        # "model_state_dict" beside its "dims"): those others are kept as meta.
+        self.meta = {}
+        for key in ("state_dict", "model_state_dict"):
+            if isinstance(state, dict) and isinstance(state.get(key), dict):
+                self.meta = {k: v for k, v in state.items() if k != key}
+                state = state[key]
+                break
         if not isinstance(state, dict):
             raise ConvertError(f"{what}: the checkpoint is not a state dict")
         self.tensors = {k: v for k, v in state.items() if isinstance(v, _TensorRef)}

@@ -9,7 +9,7 @@ cd "$root"
 packages=(cmake g++ make pkg-config git ca-certificates openssl python3 python3-numpy python3-onnx python3-yaml
           python3-sentencepiece python3-distributed python3-pytest python3-venv python3-pip python3-setuptools
           python3-wheel
-          libsndfile1-dev libsoxr-dev libfftw3-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+          libsndfile1-dev libsoxr-dev libfftw3-dev libutf8proc-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
           libboost-dev libssl-dev curl clang libclang-rt-dev bc chromium)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()

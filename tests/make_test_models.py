@@ -65,6 +65,11 @@ def main():
         subprocess.run([sys.executable, str(sortformer), "--nemo", str(fixtures / "sortformer-tiny" / "model.nemo"), "-o",
                         str(out / f"sortformer-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "sortformer-tiny"],
                        check=True)
+    whisper = Path(__file__).resolve().parent.parent / "scripts" / "convert-whisper.py"
+    for outtype in ("f32", "f16"):
+        subprocess.run([sys.executable, str(whisper), "--checkpoint", str(fixtures / "whisper-tiny" / "model.pt"), "-o",
+                        str(out / f"whisper-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "whisper-tiny"],
+                       check=True)
     v2 = Path(a.canary_aed_fixture).parent / "canary-aed-v2-tiny" / "model.nemo"
     subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(v2), "-o", str(out / "canary-aed-v2-tiny-f32.gguf"),
                     "--outtype", "f32", "--name", "canary-aed-v2-tiny"], check=True)

@@ -61,6 +61,11 @@ const Fixture & canary_aed_fixture() {
     return f;
 }
 
+const Fixture & whisper_fixture() {
+    static const Fixture f(WHISPER_FIXTURE);
+    return f;
+}
+
 const Fixture & canary_aed_v2_fixture() {
     static const Fixture f(std::string(CANARY_AED_FIXTURE) + "/../canary-aed-v2-tiny");
     return f;

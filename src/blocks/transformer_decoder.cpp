@@ -24,6 +24,11 @@ TransformerDecoderHParams TransformerDecoderHParams::from_file(const ModelFile &
     hp.inner       = int(f.get_u32(a + "dec_inner"));
     hp.n_positions = int(f.get_u32(a + "max_sequence_length"));
     hp.norm_eps    = f.get_f32(a + "norm_eps");
+    const std::string act = f.get_str(a + "dec_activation", "relu");
+    if (act != "relu" && act != "gelu") {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unknown decoder activation '%s'", f.path().c_str(), act.c_str());
+    }
+    hp.gelu = act == "gelu";
     hp.enc_width   = enc_width;
     const ggml_tensor * embd = f.find("dec.token_embd.weight");
     hp.vocab_rows = embd ? int(embd->ne[1]) : 0;
@@ -36,7 +41,8 @@ TransformerDecoderHParams TransformerDecoderHParams::from_file(const ModelFile &
 
 TransformerDecoder::Linear TransformerDecoder::linear(const ModelFile & f, const std::string & name, int64_t n_in,
                                                       int64_t n_out) const {
-    return {f.matmul_weight(name + ".weight", {n_in, n_out}), f.tensor(name + ".bias", {n_out}, F32)};
+    // A bias may be absent (Whisper's key projections have none).
+    return {f.matmul_weight(name + ".weight", {n_in, n_out}), f.find(name + ".bias") ? f.tensor(name + ".bias", {n_out}, F32) : nullptr};
 }
 
 TransformerDecoder::Norm TransformerDecoder::norm(const ModelFile & f, const std::string & name) const {
@@ -47,9 +53,11 @@ TransformerDecoder::TransformerDecoder(const ModelFile & f, const TransformerDec
     const int64_t H = hp.hidden;
     tok_embd_  = f.embedding_weight("dec.token_embd.weight", {H, hp.vocab_rows});
     pos_table_ = f.tensor("dec.pos_enc", {H, hp.n_positions}, F32);
-    embd_norm_ = norm(f, "dec.embd_norm");
+    if (f.find("dec.embd_norm.weight")) {
+        embd_norm_ = norm(f, "dec.embd_norm");
+    }
     out_norm_  = norm(f, "dec.output_norm");
-    out_b_     = f.tensor("dec.output.bias", {hp.vocab_rows}, F32);
+    out_b_     = f.find("dec.output.bias") ? f.tensor("dec.output.bias", {hp.vocab_rows}, F32) : nullptr;
     out_w_     = f.find("dec.output.weight") ? f.matmul_weight("dec.output.weight", {H, hp.vocab_rows}) : tok_embd_;
     if (f.find("enc_dec_proj.weight") || hp.enc_width != hp.hidden) {
         enc_proj_ = linear(f, "enc_dec_proj", hp.enc_width, H);
@@ -100,7 +108,9 @@ ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, co
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
     ggml_tensor * x = ggml_add(ctx, ops::embed(ctx, tok_embd_, c.tokens), ggml_get_rows(ctx, pos_table_, c.positions));
-    x = apply(ctx, embd_norm_, x);
+    if (embd_norm_.w) {
+        x = apply(ctx, embd_norm_, x);
+    }
     if (embedded) {
         *embedded = x;
     }
@@ -122,7 +132,8 @@ ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, co
                                   c.n_cross_kv, scale);
         x = ggml_add(ctx, x, apply(ctx, l.xo, ggml_reshape_2d(ctx, o, H, B)));
         h = apply(ctx, l.ffn_norm, x);
-        x = ggml_add(ctx, x, apply(ctx, l.down, ggml_relu(ctx, apply(ctx, l.up, h))));
+        ggml_tensor * up = apply(ctx, l.up, h);
+        x = ggml_add(ctx, x, apply(ctx, l.down, hp_.gelu ? ggml_gelu_erf(ctx, up) : ggml_relu(ctx, up)));
         if (il == 0 && first_layer) {
             *first_layer = x;
         }
@@ -141,15 +152,16 @@ TransformerDecoderState::TransformerDecoderState(const TransformerDecoder & dec,
       position_shift_(size_t(n_seq), 0),
       cross_of_(size_t(n_seq), 0) {}
 
-Graph & TransformerDecoderState::pass_graph(int n_cols, int n_self_kv, int n_cross_kv, bool prompt) {
-    auto & slot = graphs_[{n_cols, n_self_kv, n_cross_kv, prompt}];
+Graph & TransformerDecoderState::pass_graph(int n_cols, int n_self_kv, int n_cross_kv, Pass pass) {
+    auto & slot = graphs_[{n_cols, n_self_kv, n_cross_kv, pass}];
     if (slot) {
         return *slot;
     }
     if (graphs_.size() > 64) { // column counts x cache lengths: rebuilt as they come back, not hoarded
         graphs_.clear();
-        return pass_graph(n_cols, n_self_kv, n_cross_kv, prompt);
+        return pass_graph(n_cols, n_self_kv, n_cross_kv, pass);
     }
+    const bool prompt = pass != Pass::Step;
     auto g = std::make_unique<Graph>(8192, prompt ? "decoder prompt" : "decode");
     ggml_context * ctx = g->ctx();
     TransformerDecoder::Columns c;
@@ -169,6 +181,9 @@ Graph & TransformerDecoderState::pass_graph(int n_cols, int n_self_kv, int n_cro
         g->output(embedded, "embedded");
         g->output(first_layer, "first_layer");
         g->output(h, "final_norm");
+        if (pass == Pass::PromptWithRow) {
+            g->output(dec_.logits(ctx, ggml_get_rows(ctx, h, g->input("logits_row", GGML_TYPE_I32, 1))), "row_logits");
+        }
         h = ggml_view_2d(ctx, h, h->ne[0], 1, h->nb[1], size_t(n_cols - 1) * h->nb[1]);
     }
     ggml_tensor * logits = dec_.logits(ctx, h);
@@ -213,11 +228,14 @@ void TransformerDecoderState::run_pass(Graph & g, const std::vector<int32_t> & t
         set("cross_pos", cross_.pos());
         set("cross_rows", cross_.rows());
         cross_.set_mask(g.get("cross_mask"), n_cross_kv);
+        if (ggml_tensor * row = g.find("logits_row")) {
+            tensor_set(row, std::vector<int32_t> {logits_row_});
+        }
     });
 }
 
 int32_t TransformerDecoderState::prefill(int seq, const float * enc, int n_enc, const std::vector<int32_t> & prompt,
-                                         int position_shift, PromptOutputs * out) {
+                                         int position_shift, PromptOutputs * out, int logits_row) {
     self_.check_seq(seq);
     const int T = int(prompt.size());
     if (n_enc <= 0 || n_enc > cross_.n_ctx()) {
@@ -262,7 +280,11 @@ int32_t TransformerDecoderState::prefill(int seq, const float * enc, int n_enc, 
     const int pad        = reads_masks_ ? KV_PAD : self_.n_ctx() * self_.n_seq();
     const int n_self_kv  = self_.place_prompt(seq, T, pad);
     const int n_cross_kv = cross_.place_read(seqs, reads_masks_ ? KV_PAD : cross_.n_ctx() * cross_.n_seq());
-    Graph & g = pass_graph(T, n_self_kv, n_cross_kv, true);
+    if (logits_row >= T || (logits_row >= 0 && !out)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "logits of prompt position %d asked of a prompt of %d", logits_row, T);
+    }
+    Graph & g = pass_graph(T, n_self_kv, n_cross_kv, logits_row >= 0 ? Pass::PromptWithRow : Pass::Prompt);
+    logits_row_ = logits_row;
     run_pass(g, prompt, seqs, n_self_kv, n_cross_kv);
     int32_t next = 0;
     ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
@@ -271,6 +293,9 @@ int32_t TransformerDecoderState::prefill(int seq, const float * enc, int n_enc, 
         tensor_get_f32(g.get("embedded"), out->embedded);
         tensor_get_f32(g.get("first_layer"), out->first_layer);
         tensor_get_f32(g.get("final_norm"), out->final_norm);
+        if (logits_row >= 0) {
+            tensor_get_f32(g.get("row_logits"), out->row_logits);
+        }
     }
     self_.set_past(seq, T);
     position_shift_[size_t(seq)] = position_shift;
@@ -289,7 +314,7 @@ void TransformerDecoderState::step(const std::vector<int> & seqs, const std::vec
         cross_seqs_[b] = cross_of_[size_t(seqs[b])];
     }
     const int n_cross_kv = cross_.place_read(cross_seqs_, reads_masks_ ? KV_PAD : cross_.n_ctx() * cross_.n_seq());
-    Graph & g = pass_graph(int(B), n_self_kv, n_cross_kv, false);
+    Graph & g = pass_graph(int(B), n_self_kv, n_cross_kv, Pass::Step);
     run_pass(g, tokens, seqs, n_self_kv, n_cross_kv);
     read_step_outputs(g, B, next, logits);
     self_.advance(seqs);

@@ -1,6 +1,8 @@
-// NeMo's Transformer decoder (Canary AED): token embedding plus NeMo's fixed sinusoid table, a
-// LayerNorm, then pre-LN layers of causal self-attention, cross-attention over the encoder states
-// and a ReLU FFN, a final LayerNorm and the output layer (the token embedding, tied). Every pass is
+// A Transformer decoder over encoder states, as NeMo's (Canary AED: token embedding plus NeMo's fixed
+// sinusoid table, a LayerNorm, ReLU FFNs, an output bias) and Whisper's (learned positions, no embedding
+// LayerNorm, GELU FFNs, keys without bias) are built: the embedding plus a position table row, then
+// pre-LN layers of causal self-attention, cross-attention over the encoder states and an FFN, a final
+// LayerNorm and the output layer (the token embedding, tied, unless the file has its own). Every pass is
 // one graph over columns: a prompt's positions, or one or more tokens per sequence, several sequences
 // together; the cross-attention keys and values are computed once per recording.
 #pragma once
@@ -27,6 +29,7 @@ struct TransformerDecoderHParams {
     int   n_positions = 0; // rows of the position table: the decoder's max_sequence_length
     int   enc_width  = 0;  // width of the encoder states the cross-attention reads (before enc_dec_proj)
     float norm_eps   = 1e-5f;
+    bool  gelu       = false; // the FFN's activation: exact-erf GELU (ARCH.dec_activation "gelu"), else ReLU
 
     static TransformerDecoderHParams from_file(const ModelFile & f, const std::string & arch, int enc_width);
 };
@@ -95,12 +98,15 @@ public:
         std::vector<float> first_layer; // [T][hidden]
         std::vector<float> final_norm;  // [T][hidden]
         std::vector<float> enc_proj;    // [n_enc][hidden], where the encoder states are projected
+        std::vector<float> row_logits;  // of the prompt position asked for (prefill's LOGITS_ROW)
     };
     // Restarts sequence SEQ: the cross-attention K/V of the encoder states ENC [n_enc][enc_width], then
     // PROMPT at positions 0..P-1; returns the greedy next token. Later tokens read row
     // (cache position - POSITION_SHIFT) of the position table (NeMo's greedy decoder: P - 1).
+    // LOGITS_ROW >= 0: out->row_logits gets that prompt position's logits too (Whisper's no-speech
+    // probability at the start-of-transcript token).
     int32_t prefill(int seq, const float * enc, int n_enc, const std::vector<int32_t> & prompt, int position_shift,
-                    PromptOutputs * out);
+                    PromptOutputs * out, int logits_row = -1);
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
               std::vector<std::vector<float>> * logits) override;
     void rewind(int seq, int n_past) override { self_.rewind(seq, n_past); }
@@ -111,7 +117,8 @@ public:
 
 private:
     // One pass over columns already placed in self_ (self_.pos()/rows()) reading CROSS_SEQS' encoder rows.
-    Graph & pass_graph(int n_cols, int n_self_kv, int n_cross_kv, bool prompt);
+    enum class Pass { Step, Prompt, PromptWithRow };
+    Graph & pass_graph(int n_cols, int n_self_kv, int n_cross_kv, Pass pass);
     void    run_pass(Graph & g, const std::vector<int32_t> & tokens, const std::vector<int> & seqs, int n_self_kv,
                      int n_cross_kv);
 
@@ -119,9 +126,10 @@ private:
     Executor &                 exec_;
     SequenceCache              self_, cross_;
     std::vector<int>           position_shift_, cross_of_; // per sequence: table row offset, whose encoder rows it reads
-    std::map<std::tuple<int, int, int, bool>, std::unique_ptr<Graph>> graphs_;
+    std::map<std::tuple<int, int, int, Pass>, std::unique_ptr<Graph>> graphs_;
     std::map<int, std::unique_ptr<Graph>> cross_graphs_;
     bool                       reads_masks_ = true; // until the first graph says otherwise
+    int                        logits_row_  = -1;   // the prompt position whose logits a PromptWithRow pass hands back
     std::vector<int32_t>       positions_;
     std::vector<int64_t>       self_rows_;
     std::vector<int32_t>       self_pos_;

@@ -15,8 +15,8 @@ constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEncoderHParams & hp, const std::string & prefix)
     : hp_(hp) {
     const int64_t H = hp.hidden;
-    auto linear = [&](const std::string & name, int64_t n_in, int64_t n_out) {
-        return Linear {f.matmul_weight(name + ".weight", {n_in, n_out}), f.tensor(name + ".bias", {n_out}, F32)};
+    auto linear = [&](const std::string & name, int64_t n_in, int64_t n_out, bool bias = true) {
+        return Linear {f.matmul_weight(name + ".weight", {n_in, n_out}), bias ? f.tensor(name + ".bias", {n_out}, F32) : nullptr};
     };
     auto norm = [&](const std::string & name) {
         return Linear {f.tensor(name + ".weight", {H}, F32), f.tensor(name + ".bias", {H}, F32)};
@@ -26,7 +26,7 @@ TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEnc
         const std::string b = prefix + ".blk." + std::to_string(i) + ".";
         Layer & l    = layers_[size_t(i)];
         l.q          = linear(b + "attn_q", H, H);
-        l.k          = linear(b + "attn_k", H, H);
+        l.k          = linear(b + "attn_k", H, H, f.find(b + "attn_k.bias") != nullptr);
         l.v          = linear(b + "attn_v", H, H);
         l.o          = linear(b + "attn_o", H, H);
         l.up         = linear(b + "ffn_up", H, hp.inner);
@@ -34,9 +34,15 @@ TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEnc
         l.attn_norm  = norm(b + "attn_norm");
         l.ffn_norm   = norm(b + "ffn_norm");
     }
+    if (hp.pre_norm) {
+        post_norm_ = norm(prefix + ".post_norm");
+    }
 }
 
 ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const {
+    if (hp_.pre_norm) {
+        return build_pre_norm(ctx, x, first_layer);
+    }
     const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -61,6 +67,29 @@ ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggm
         }
     }
     return x;
+}
+
+ggml_tensor * TransformerEncoder::build_pre_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const {
+    const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
+    // Whisper scales q and k each by head_dim^-0.25: the scores by 1/sqrt(head_dim).
+    const float scale = 1.0f / std::sqrt(float(hd));
+    auto heads = [&](ggml_tensor * t) { return ggml_reshape_3d(ctx, t, hd, nh, T); };
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const Layer & l = layers_[il];
+        ggml_tensor * h   = ops::layer_norm(ctx, x, l.attn_norm.w, l.attn_norm.b, hp_.norm_eps);
+        const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, h, {l.q.b, l.k.b, l.v.b});
+        ggml_tensor * o   = ops::self_attention(ctx, heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), scale, l.o.w);
+        ops::Epilogue add_to_x;
+        add_to_x.residual = x;
+        x = ops::matmul(ctx, l.o.w, ggml_reshape_2d(ctx, o, H, T), l.o.b, add_to_x);
+        h = ops::layer_norm(ctx, x, l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
+        add_to_x.residual = x;
+        x = ops::matmul(ctx, l.down.w, ggml_gelu_erf(ctx, ops::matmul(ctx, l.up.w, h, l.up.b)), l.down.b, add_to_x);
+        if (il == 0 && first_layer) {
+            *first_layer = x;
+        }
+    }
+    return ops::layer_norm(ctx, x, post_norm_.w, post_norm_.b, hp_.norm_eps);
 }
 
 } // namespace transcribe

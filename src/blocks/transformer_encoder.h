@@ -1,6 +1,8 @@
-// NeMo's TransformerEncoder as Sortformer uses it: post-LN blocks (x = LN1(x + MHA(x)); x = LN2(x +
-// FFN(x)), FFN = dense_out(ReLU(dense_in(x)))) over a whole sequence, every frame attending to every
-// frame, no final LayerNorm. Built into a caller's graph.
+// A Transformer encoder over a whole sequence, every frame attending to every frame, in the two arrangements
+// our families use: NeMo's TransformerEncoder as Sortformer runs it (post-LN blocks: x = LN1(x + MHA(x));
+// x = LN2(x + FFN(x)), FFN = dense_out(ReLU(dense_in(x))), no final LayerNorm) and Whisper's AudioEncoder
+// blocks (pre-LN: x = x + MHA(LN1(x)); x = x + FFN(LN2(x)) with an exact-erf GELU, then a final LayerNorm).
+// Built into a caller's graph.
 #pragma once
 
 #include "core/model_file.h"
@@ -15,12 +17,14 @@ namespace transcribe {
 struct TransformerEncoderHParams {
     int   n_layers = 0, hidden = 0, n_heads = 0, inner = 0;
     float norm_eps = 1e-5f;
+    bool  pre_norm = false; // Whisper's arrangement (and its GELU, and PREFIX.post_norm after the blocks)
 };
 
 class TransformerEncoder {
 public:
-    // Tensors PREFIX.blk.N.{attn_q,attn_k,attn_v,attn_o,ffn_up,ffn_down}.{weight,bias} and
-    // PREFIX.blk.N.{attn_norm,ffn_norm}.{weight,bias}.
+    // Tensors PREFIX.blk.N.{attn_q,attn_k,attn_v,attn_o,ffn_up,ffn_down}.{weight,bias} (attn_k.bias may
+    // be absent: Whisper's keys have none), PREFIX.blk.N.{attn_norm,ffn_norm}.{weight,bias}, and with
+    // pre_norm PREFIX.post_norm.{weight,bias}.
     TransformerEncoder(const ModelFile & f, const TransformerEncoderHParams & hp, const std::string & prefix);
     const TransformerEncoderHParams & hparams() const { return hp_; }
     // x [hidden, T] -> [hidden, T]; FIRST_LAYER (when given) gets the first block's output.
@@ -34,8 +38,11 @@ private:
         Linear q, k, v, o, up, down;
         Linear attn_norm, ffn_norm; // weight, bias
     };
+    ggml_tensor * build_pre_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const;
+
     TransformerEncoderHParams hp_;
     std::vector<Layer>        layers_;
+    Linear                    post_norm_;
 };
 
 } // namespace transcribe

@@ -45,6 +45,15 @@ MelConfig mel_config_from_file(const ModelFile & file) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unknown mel normalisation '%s'", file.path().c_str(), normalize.c_str());
     }
     c.per_feature = normalize == "per_feature";
+    const std::string variant = file.get_str("mel.variant", "nemo");
+    if (variant != "nemo" && variant != "whisper") {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unknown mel variant '%s'", file.path().c_str(), variant.c_str());
+    }
+    c.variant = variant == "whisper" ? MelConfig::Variant::Whisper : MelConfig::Variant::Nemo;
+    if (c.variant == MelConfig::Variant::Whisper && (c.per_feature || c.win_length != c.n_fft)) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: Whisper's mel has no normalisation and a window of n_fft",
+             file.path().c_str());
+    }
     if (c.n_fft <= 0 || c.n_fft > 1 << 16 || c.win_length <= 0 || c.win_length > c.n_fft || c.hop_length <= 0 ||
         c.n_mels <= 0 || c.n_mels > 4096 || c.sample_rate <= 0) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid mel parameters", file.path().c_str());
@@ -88,6 +97,9 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_bins = n_fft / 2 + 1, n_mels = cfg_.n_mels;
     if (n < size_t(hop)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio too short: %zu samples, need at least %d", n, hop);
+    }
+    if (cfg_.variant == MelConfig::Variant::Whisper) {
+        return compute_whisper(samples, n, n_threads);
     }
     MelFeatures out;
     out.n_mels   = n_mels;
@@ -166,6 +178,76 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
         const double std_dev = L > 1 ? std::sqrt(var / (L - 1)) : 0.0;
         for (int t = 0; t < L; ++t) {
             row[t] = float((row[t] - mean) / (std_dev + double(cfg_.norm_eps)));
+        }
+    }
+    return out;
+}
+
+MelFeatures MelFrontend::compute_whisper(const float * samples, size_t n, int n_threads) const {
+    const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_bins = n_fft / 2 + 1, n_mels = cfg_.n_mels;
+    // The signal log_mel_spectrogram sees: the audio, then pad zeros; torch.stft's centring reflects it.
+    const int64_t n_audio = int64_t(n), n_signal = n_audio + cfg_.whisper_pad_samples, half = n_fft / 2;
+    auto sample = [&](int64_t i) { // sample i of the reflect-padded signal
+        i -= half;
+        if (i < 0) {
+            i = -i;
+        } else if (i >= n_signal) {
+            i = 2 * (n_signal - 1) - i;
+        }
+        return i < n_audio ? double(samples[i]) : 0.0;
+    };
+    // n_signal / hop frames (the STFT's last one dropped); those whose window lies past the audio are
+    // log10(1e-10) = -10: only the ones that reach it are computed.
+    const int64_t n_total = n_signal / hop;
+    const int     n_live  = int(std::min<int64_t>(n_total, (n_audio + half) / hop + 1));
+    std::vector<float> logmel(size_t(n_mels) * size_t(n_live));
+    auto worker = [&](int t0, int t1) {
+        std::vector<double> power(static_cast<size_t>(n_bins));
+        double *       in   = fftw_alloc_real(size_t(n_fft));
+        fftw_complex * spec = fftw_alloc_complex(size_t(n_bins));
+        if (!in || !spec) {
+            fftw_free(in);
+            fftw_free(spec);
+            throw std::bad_alloc();
+        }
+        for (int t = t0; t < t1; ++t) {
+            for (int j = 0; j < n_fft; ++j) {
+                in[j] = sample(int64_t(t) * hop + j) * window_padded_[size_t(j)];
+            }
+            fftw_execute_dft_r2c(plan_->plan, in, spec);
+            for (int k = 0; k < n_bins; ++k) {
+                power[size_t(k)] = spec[k][0] * spec[k][0] + spec[k][1] * spec[k][1];
+            }
+            for (int m = 0; m < n_mels; ++m) {
+                const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
+                const auto [begin, end] = filter_support_[size_t(m)];
+                double acc = 0.0;
+                for (int k = begin; k < end; ++k) {
+                    acc += double(fb[k]) * power[size_t(k)];
+                }
+                logmel[size_t(m) * size_t(n_live) + size_t(t)] = float(std::log10(std::max(acc, double(cfg_.log_guard))));
+            }
+        }
+        fftw_free(in);
+        fftw_free(spec);
+    };
+    const int n_workers = std::max(1, std::min(n_threads, n_live / 64 + 1));
+    parallel_for(n_workers, [&](int w) { worker(n_live * w / n_workers, n_live * (w + 1) / n_workers); });
+
+    float top = n_total > n_live ? float(std::log10(double(cfg_.log_guard))) : -INFINITY;
+    for (float v : logmel) {
+        top = std::max(top, v);
+    }
+    MelFeatures out;
+    out.n_mels   = n_mels;
+    out.n_valid  = int(n / size_t(hop));
+    out.n_frames = int(std::min<int64_t>(n_total, std::max(out.n_valid, cfg_.whisper_min_frames)));
+    out.data.resize(size_t(n_mels) * size_t(out.n_frames));
+    const float silence = float(std::log10(double(cfg_.log_guard)));
+    for (int m = 0; m < n_mels; ++m) {
+        for (int t = 0; t < out.n_frames; ++t) {
+            const float x = t < n_live ? logmel[size_t(m) * size_t(n_live) + size_t(t)] : silence;
+            out.data[size_t(m) * size_t(out.n_frames) + size_t(t)] = (std::max(x, top - 8.0f) + 4.0f) / 4.0f;
         }
     }
     return out;

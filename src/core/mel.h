@@ -1,7 +1,10 @@
-// NeMo's AudioToMelSpectrogramPreprocessor at inference (spec 3.1): pre-emphasis, zero-padded centred
-// STFT with the model's own window, power spectrum, the model's own filterbank, ln(x + guard),
-// per-feature normalisation over the valid frames (or none). Configured from GGUF `mel.*` metadata so every
-// family built on NeMo's front end reuses it.
+// Log-mel front ends as data (GGUF `mel.*` metadata), in two variants:
+// - NeMo's AudioToMelSpectrogramPreprocessor at inference (spec 3.1): pre-emphasis, zero-padded centred
+//   STFT with the model's own window, power spectrum, the model's own filterbank, ln(x + guard),
+//   per-feature normalisation over the valid frames (or none);
+// - OpenAI Whisper's log_mel_spectrogram as transcribe() calls it: the audio followed by 30 s of zeros,
+//   a reflect-padded centred STFT whose last frame is dropped, power, the filterbank, log10(max(x, 1e-10)),
+//   clamped to (its maximum over the whole padded signal) - 8, then (x + 4) / 4.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,9 @@ struct MelConfig {
     float log_guard   = 5.9604644775390625e-08f; // 2^-24
     float norm_eps    = 1e-5f;
     bool  per_feature = true; // NeMo's per_feature normalisation; false: the log-mel as it is ("NA")
+    enum class Variant { Nemo, Whisper } variant = Variant::Nemo;
+    int   whisper_pad_samples = 480000; // Whisper: the zeros after the audio (N_SAMPLES) the maximum spans
+    int   whisper_min_frames  = 3000;   // Whisper: frames kept at least (the padding's too: language detection reads them)
     std::vector<float> window;     // [win_length]
     std::vector<float> filterbank; // [n_mels][n_fft / 2 + 1]
 };
@@ -33,8 +39,8 @@ MelConfig mel_config_from_file(const ModelFile & file);
 struct MelFeatures {
     std::vector<float> data; // [n_mels][n_frames], channel-major like NeMo
     int n_mels   = 0;
-    int n_frames = 0; // floor(n / hop) + 1
-    int n_valid  = 0; // floor(n / hop): frames past it are zero
+    int n_frames = 0; // NeMo: floor(n / hop) + 1; Whisper: max(floor(n / hop), whisper_min_frames), the padding's frames after the audio's
+    int n_valid  = 0; // floor(n / hop): NeMo's frames past it are zero
 };
 
 class MelFrontend {
@@ -45,6 +51,8 @@ public:
     const MelConfig & config() const { return cfg_; }
 
 private:
+    MelFeatures compute_whisper(const float * samples, size_t n, int n_threads) const;
+
     struct FftPlan;
     MelConfig cfg_;
     std::vector<double> window_padded_; // window centred in n_fft

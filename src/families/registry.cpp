@@ -14,6 +14,7 @@ std::unique_ptr<Model> load_canary_qwen(std::unique_ptr<ModelFile> file, ggml_ba
 std::unique_ptr<Model> load_parakeet_transducer(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_canary_aed(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_whisper(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
@@ -22,6 +23,7 @@ const Family k_families[] = {
     {"parakeet_rnnt", load_parakeet_transducer},
     {"parakeet_ctc", load_parakeet_ctc},
     {"canary_aed", load_canary_aed},
+    {"whisper", load_whisper},
 };
 } // namespace
 

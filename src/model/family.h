@@ -43,6 +43,10 @@ struct RunOptions {
     bool        timestamps  = false;
     // Beam search over this many hypotheses (models whose info says beam_search); 0: greedy.
     int beam_size = 0;
+    // Whisper: decode without timestamp tokens (<|notimestamps|>, openai-whisper's without_timestamps),
+    // and whether each 30-second window's prompt holds the text before it (condition_on_previous_text).
+    bool no_timestamps              = false;
+    bool condition_on_previous_text = true;
     // The head to decode with (models whose info lists it); Default: the model's first.
     DecoderType decoder_type = DecoderType::Default;
     // Hotwords (models whose info says hotwords): phrases NeMo's phrase-boosting tree favours in greedy
@@ -85,6 +89,14 @@ struct Segment {
     std::vector<Word>    words;
     bool                 truncated = false; // this piece ran out of token budget
     int                  speaker   = -1;    // speaker-attributed transcripts: the diarizer's speaker index
+    // Whisper: the decode of the window the segment came from (openai-whisper's verbose_json fields).
+    struct Decode {
+        int    seek = 0; // the window's first mel frame
+        float  temperature = 0.0f, no_speech_prob = 0.0f;
+        double avg_logprob = 0.0, compression_ratio = 0.0;
+    };
+    bool   has_decode = false;
+    Decode decode;
 };
 
 struct Transcript {
@@ -96,6 +108,7 @@ struct Transcript {
     std::vector<int32_t> token_frames, token_durations;
     bool                 timed = false; // segments and words carry the model's own times
     bool                 truncated = false;
+    std::string          language; // the speech's language where the model tells it (given or detected)
 };
 
 struct Timings {
