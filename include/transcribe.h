@@ -107,6 +107,7 @@ typedef struct transcribe_model_info {
     bool         ctc_head;         /* transcribe_run_params.decoder_type CTC runs (Parakeet CTC, a hybrid) */
     bool         hotwords;         /* transcribe_run_params.hotwords boost its greedy decoding (Parakeet) */
     bool         text_prompt;      /* transcribe_run_params.prompt is read as context (Canary-Qwen) */
+    bool         language_detection; /* transcribe_run_params.language "auto" (or NULL) detects it (Whisper; appended) */
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -379,6 +380,11 @@ typedef struct transcribe_run_params {
      * piece of a long recording gets it. NULL or "": none. INVALID_ARG for a model without a text prompt, or
      * text that is not UTF-8; INPUT_TOO_LONG where it does not fit the context with the audio. */
     const char *              prompt;
+    /* Whisper (appended): NO_TIMESTAMPS decodes without timestamp tokens (openai-whisper's
+     * without_timestamps: one segment per 30-second window); NO_CONDITION_ON_PREVIOUS_TEXT gives each
+     * window no prompt of the text before it (condition_on_previous_text=False). */
+    bool                      no_timestamps;
+    bool                      no_condition_on_previous_text;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);
@@ -429,6 +435,19 @@ TRANSCRIBE_API int             transcribe_result_segment_n_tokens(const transcri
 TRANSCRIBE_API const int32_t * transcribe_result_segment_tokens(const transcribe_result * result, int i);
 /* With a diarizer (transcribe_run_params.diarizer): the segment's speaker index; otherwise -1. */
 TRANSCRIBE_API int             transcribe_result_segment_speaker(const transcribe_result * result, int i);
+/* The speech's language where the model tells it (Whisper: the one given or detected); "" otherwise. */
+TRANSCRIBE_API const char *    transcribe_result_language(const transcribe_result * result);
+/* Whisper: the decode of the 30-second window a segment came from (openai-whisper's verbose_json fields). */
+typedef struct transcribe_segment_decode {
+    int    seek;              /* the window's first mel frame (10 ms each) */
+    float  temperature;
+    double avg_logprob;
+    double compression_ratio;
+    float  no_speech_prob;
+} transcribe_segment_decode;
+/* TRANSCRIBE_OK and *OUT filled where the model gives them; INVALID_ARG otherwise. */
+TRANSCRIBE_API transcribe_status transcribe_result_segment_decode(const transcribe_result * result, int i,
+                                                                  transcribe_segment_decode * out);
 /* Words with the times the model gives them (models whose info says word_timestamps; others have none).
  * segment < 0: every word of the result, in order; otherwise the words of that segment. */
 typedef struct transcribe_word {

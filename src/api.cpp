@@ -174,6 +174,8 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     r.options.punctuation     = !p->no_punctuation;
     r.options.timestamps      = p->timestamps;
     r.options.beam_size       = p->beam_size;
+    r.options.no_timestamps              = p->no_timestamps;
+    r.options.condition_on_previous_text = !p->no_condition_on_previous_text;
     if (p->decoder_type < TRANSCRIBE_DECODER_DEFAULT || p->decoder_type > TRANSCRIBE_DECODER_CTC) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "decoder_type %d is none of transcribe_decoder_type", int(p->decoder_type));
     }
@@ -393,6 +395,7 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->ctc_head         = i.ctc_head;
         out->hotwords         = i.hotwords;
         out->text_prompt      = i.text_prompt;
+        out->language_detection = i.language_detection;
         return TRANSCRIBE_OK;
     });
 }
@@ -553,6 +556,8 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.hotword_weight  = 1.0f;
     p.aligner         = nullptr;
     p.prompt          = nullptr;
+    p.no_timestamps   = false;
+    p.no_condition_on_previous_text = false;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;
@@ -634,6 +639,7 @@ bool transcribe_result_truncated(const transcribe_result * r) { return r && r->t
 int transcribe_result_n_tokens(const transcribe_result * r) { return r ? int(r->transcript.tokens.size()) : 0; }
 const int32_t * transcribe_result_tokens(const transcribe_result * r) { return r ? r->transcript.tokens.data() : nullptr; }
 int transcribe_result_n_segments(const transcribe_result * r) { return r ? int(r->transcript.segments.size()) : 0; }
+const char * transcribe_result_language(const transcribe_result * r) { return r ? r->transcript.language.c_str() : ""; }
 
 static const Segment * segment_at(const transcribe_result * r, int i) {
     return r && i >= 0 && size_t(i) < r->transcript.segments.size() ? &r->transcript.segments[size_t(i)] : nullptr;
@@ -653,6 +659,15 @@ const char * transcribe_result_segment_text(const transcribe_result * r, int i) 
 int transcribe_result_segment_speaker(const transcribe_result * r, int i) {
     const Segment * s = segment_at(r, i);
     return s ? s->speaker : -1;
+}
+
+transcribe_status transcribe_result_segment_decode(const transcribe_result * r, int i, transcribe_segment_decode * out) {
+    const Segment * s = segment_at(r, i);
+    if (!s || !out || !s->has_decode) {
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    *out = {s->decode.seek, s->decode.temperature, s->decode.avg_logprob, s->decode.compression_ratio, s->decode.no_speech_prob};
+    return TRANSCRIBE_OK;
 }
 bool transcribe_result_segment_truncated(const transcribe_result * r, int i) {
     const Segment * s = segment_at(r, i);

@@ -20,6 +20,7 @@ SERVER, MODEL, FIXTURE, AUDIO = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Pat
 VAD_MODEL = sys.argv[5]
 PARAKEET_MODEL, PARAKEET_FIXTURE = sys.argv[6], Path(sys.argv[7])
 AED_MODEL, AED_FIXTURE = sys.argv[8], Path(sys.argv[9])
+WHISPER_MODEL, WHISPER_FIXTURE = sys.argv[10], Path(sys.argv[11])
 JFK = (FIXTURE / "audio" / "jfk.wav").read_bytes()
 
 
@@ -767,6 +768,54 @@ class TranslationTest(unittest.TestCase):
             code, _, body = post("/v1/audio/translations", target_language="de")
             self.assertEqual(code, 400, body)
             self.assertIn("does not translate", json.loads(body)["error"]["message"])
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class WhisperServerTest(unittest.TestCase):
+    def test_whisper_routes_give_openai_whispers_tokens_and_segment_fields(self):
+        """Whisper (whisper-tiny, F32 cache) on cards_005: verbose_json carries the language (given, or detected
+        as transcribe() detects it) and OpenAI's segment fields, with the ids openai/whisper's decode() gave
+        (transcribe_ts: their timestamp pairs end at index 12 and the rest is an unfinished segment, which
+        transcribe() drops); /v1/audio/translations with without_timestamps (ours) gives decode()'s translate
+        ids; a target other than English: 400."""
+        wav = (WHISPER_FIXTURE / "audio" / "cards_005.wav").read_bytes()
+        golden = WHISPER_FIXTURE / "golden" / "cards_005"
+        ts = json.loads((golden / "transcribe_ts" / "decode.json").read_text())
+        tr = json.loads((golden / "translate" / "decode.json").read_text())
+
+        def post(path, **fields):
+            body, ctype = multipart(list(fields.items()), {"file": ("a.wav", wav)})
+            return request(server.base, path, body, ctype)
+
+        server = Server("--kv-type", "f32", model=WHISPER_MODEL)
+        try:
+            code, _, body = post("/v1/audio/transcriptions", language="en", response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            j = json.loads(body)
+            self.assertEqual((j["task"], j["language"]), ("transcribe", "en"))
+            self.assertEqual([t for s in j["segments"] for t in s["tokens"]], ts["tokens"][:12])
+            self.assertEqual(len(j["segments"]), 4)
+            for s in j["segments"]:
+                self.assertEqual((s["seek"], s["temperature"]), (0, 0.0))
+                self.assertAlmostEqual(s["avg_logprob"], ts["avg_logprob"]["value"], delta=ts["avg_logprob"]["suggested_atol"])
+                self.assertAlmostEqual(s["no_speech_prob"], ts["no_speech_prob"]["value"], delta=1e-5)
+                self.assertIn("compression_ratio", s)
+            code, _, body = post("/v1/audio/transcriptions", response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            detected = json.loads(body)["language"]
+            code, _, body = post("/v1/audio/translations", language=tr["language"], without_timestamps="true",
+                                 response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            self.assertEqual(json.loads(body)["task"], "translate")
+            self.assertEqual([t for s in json.loads(body)["segments"] for t in s["tokens"]], tr["tokens"])
+            self.assertEqual(json.loads(body)["text"], tr["text"])
+            code, _, body = post("/v1/audio/translations", language="en", target_language="de")
+            self.assertEqual(code, 400, body)
+            self.assertIn("English (en) only", json.loads(body)["error"]["message"])
+            caps = json.loads(request(server.base, "/v1/models")[2])["data"][0]["capabilities"]
+            self.assertTrue(caps["language_detection"])
+            self.assertIn(detected, caps["languages"])  # detected: one of the model's codes
         finally:
             self.assertEqual(server.stop(), 0)
 

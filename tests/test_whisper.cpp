@@ -270,3 +270,62 @@ TEST_F(WhisperGolden, English_only_requests_and_unknown_languages_are_refused) {
         EXPECT_NE(std::string(e.what()).find("into English (en) only"), std::string::npos) << e.what();
     }
 }
+
+// F16 and Q8_0 files: every raw step logit within a stated bound of the F32 goldens, and the same
+// decisions wherever the golden's margin (top-1 over top-2 of the filtered logits) exceeds twice that
+// bound: each decode is followed up to its first decision closer than that (random weights leave many
+// margins below any quantization's drift; past such a step the contexts may differ).
+TEST_F(WhisperGolden, F16_and_Q8_0_stay_within_their_drift_and_take_the_clear_decisions) {
+    struct Case {
+        const char * file;
+        double       bound;      // on any raw logit
+        size_t       min_steps;  // steps the clear decisions must reach, summed over the decodes
+    };
+    for (const Case & c : {Case {"whisper-tiny-f16.gguf", 0.01, 100}, Case {"whisper-tiny-Q8_0.gguf", 0.08, 20}}) {
+        const char * file  = c.file;
+        const double bound = c.bound;
+        auto other = test::load(file);
+        SessionOptions so;
+        so.n_threads = 2;
+        auto session = other->new_session(so);
+        auto & ws = dynamic_cast<WhisperSession &>(*session);
+        size_t followed = 0;
+        for (const char * clip : kClips) {
+            for (const char * task : {"transcribe", "transcribe_ts", "translate"}) {
+                SCOPED_TRACE(std::string(file) + " " + clip + "/" + task);
+                const std::string dir = std::string(clip) + "/" + task;
+                const nlohmann::json g = fx().golden_json(dir, "decode.json");
+                WhisperDecodeRequest req;
+                req.language           = g["language"].get<std::string>();
+                req.translate          = std::string(task) == "translate";
+                req.options.timestamps = std::string(task) == "transcribe_ts";
+                std::vector<std::vector<float>> raw;
+                req.raw_step_logits = &raw;
+                const WhisperDecodeOutcome d = ws.decode(window(clip), req);
+                std::vector<int32_t> steps = d.result.tokens;
+                steps.push_back(model().vocab().eot);
+                const auto golden_steps = g["step_tokens"].get<std::vector<int32_t>>();
+                const auto margins      = g["step_margin"];
+                size_t clear = 0; // steps whose decision and all before it are clear of the drift
+                while (clear < golden_steps.size() && margins[clear].is_number() && margins[clear].get<double>() > 2 * bound) {
+                    ++clear;
+                }
+                ASSERT_GE(steps.size(), clear);
+                EXPECT_EQ(std::vector<int32_t>(steps.begin(), steps.begin() + long(clear)),
+                          std::vector<int32_t>(golden_steps.begin(), golden_steps.begin() + long(clear)));
+                const NpyArray ids = fx().golden(dir, "dec_step_topk_ids.npy"), lg = fx().golden(dir, "dec_step_topk_logits.npy");
+                double worst = 0;
+                for (size_t s = 0; s <= std::min(clear, raw.size() - 1); ++s) { // the step after the last clear one has its context too
+                    for (int64_t k = 0; k < ids.shape[1]; ++k) {
+                        const size_t at = s * size_t(ids.shape[1]) + size_t(k);
+                        worst = std::max(worst, std::abs(double(raw[s][size_t(ids.i32[at])]) - double(lg.f32[at])));
+                    }
+                }
+                EXPECT_LE(worst, bound);
+                followed += clear + 1;
+            }
+        }
+        EXPECT_GE(followed, c.min_steps) << file; // not a vacuous check
+        std::printf("%s: %zu steps followed\n", file, followed);
+    }
+}

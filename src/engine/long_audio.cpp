@@ -104,6 +104,9 @@ void append_text(Transcript & out, const Transcript & t, size_t n_pieces) {
     }
     out.tokens.insert(out.tokens.end(), t.tokens.begin(), t.tokens.end());
     out.truncated = out.truncated || t.truncated;
+    if (out.language.empty()) { // the first piece's (a model that detects it may hear another later)
+        out.language = t.language;
+    }
 }
 
 // A timed piece's segments and words, their times taken into the recording by `to_recording`

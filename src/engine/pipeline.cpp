@@ -87,7 +87,11 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
         fail(TRANSCRIBE_ERR_INVALID_ARG, "beam size %d: model %s (%s) decodes greedily only", o.beam_size, info.name.c_str(),
              info.architecture.c_str());
     }
-    if (!o.language.empty()) {
+    if (strcasecmp(o.language.c_str(), "auto") == 0 && !info.language_detection) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "language 'auto': model %s (%s) does not detect the language", info.name.c_str(),
+             info.architecture.c_str());
+    }
+    if (!o.language.empty() && strcasecmp(o.language.c_str(), "auto") != 0) {
         // A language is only accepted as one the model knows, never echoed back as if it had steered
         // anything (models with a language prompt use it).
         bool known = false;

@@ -66,6 +66,7 @@ WhisperModel::WhisperModel(std::unique_ptr<ModelFile> file, ggml_backend_dev_t d
     info_.translation     = multilingual_;
     info_.beam_search     = true;
     info_.text_prompt     = true;
+    info_.language_detection = multilingual_;
     info_.token_budget    = true;
     file_->load_weights(device_);
     MelConfig mc = mel_config_from_file(f);
@@ -287,7 +288,7 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
     t.language = req.language;
     t.text     = strip_whitespace(r.text);
     t.tokens.assign(r.all_tokens.begin() + long(lf.initial_prompt_tokens.size()), r.all_tokens.end());
-    t.timed    = !o.no_timestamps;
+    t.timed    = true; // segments carry the windows' times even without timestamp tokens
     for (const WhisperSegment & s : r.segments) {
         Segment seg;
         seg.t0_ms      = std::llround(s.start * 1000.0);

@@ -171,6 +171,7 @@ struct ModelInfo {
     bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
     bool hotwords         = false;       // RunOptions::hotwords boost its greedy decoding (Parakeet)
     bool text_prompt      = false;       // RunOptions::prompt is read as context (Canary-Qwen)
+    bool language_detection = false;     // RunOptions::language "auto" (or empty) detects it (Whisper)
     int  frame_ms         = 0;           // its output frames' duration (frame-level heads: Parakeet), else 0
 };
 

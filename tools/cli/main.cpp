@@ -41,7 +41,7 @@ int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 } // namespace
 
 int main(int argc, char ** argv) {
-    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Canary AED, Parakeet)"};
+    CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Canary AED, Parakeet, Whisper)"};
     std::string format_name = "txt", output_path, tokenize_text,
                 timestamps_name;
     std::vector<std::string> audio_paths;

@@ -128,7 +128,9 @@ Output output_from_result(const transcribe_result * r) {
                               std::vector<int32_t>(seg_ids, seg_ids + transcribe_result_segment_n_tokens(r, i)),
                               transcribe_result_segment_truncated(r, i), words_of(r, i),
                               transcribe_result_segment_speaker(r, i)});
+        o.segments.back().has_decode = transcribe_result_segment_decode(r, i, &o.segments.back().decode) == TRANSCRIBE_OK;
     }
+    o.language = transcribe_result_language(r);
     o.words = words_of(r, -1);
     const int32_t * ids = transcribe_result_tokens(r);
     o.tokens.assign(ids, ids + transcribe_result_n_tokens(r));
@@ -178,12 +180,22 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
         case Format::Json: {
             nlohmann::ordered_json j;
             j["text"] = o.text;
+            if (!o.language.empty()) {
+                j["language"] = o.language;
+            }
             j["segments"] = nlohmann::json::array();
             for (const OutputSegment & seg : o.segments) {
                 nlohmann::ordered_json js = {{"t0_ms", seg.t0_ms}, {"t1_ms", seg.t1_ms}, {"text", seg.text},
                                              {"tokens", seg.tokens}, {"truncated", seg.truncated}};
                 if (seg.speaker >= 0) {
                     js["speaker"] = "speaker_" + std::to_string(seg.speaker);
+                }
+                if (seg.has_decode) {
+                    js["seek"]              = seg.decode.seek;
+                    js["temperature"]       = seg.decode.temperature;
+                    js["avg_logprob"]       = seg.decode.avg_logprob;
+                    js["compression_ratio"] = seg.decode.compression_ratio;
+                    js["no_speech_prob"]    = seg.decode.no_speech_prob;
                 }
                 if (words) {
                     js["words"] = words_json(seg.words);

@@ -23,6 +23,8 @@ struct OutputSegment {
     bool                    truncated = false;
     std::vector<OutputWord> words;
     int                     speaker = -1; // with a diarizer
+    bool                    has_decode = false; // Whisper: its window's decode (JSON: openai-whisper's segment fields)
+    transcribe_segment_decode decode {};
 };
 
 // What the formats render: a plain copy of a transcribe_result (so formats are testable on their own).
@@ -32,6 +34,7 @@ struct Output {
     std::vector<int32_t>       tokens;
     bool                       truncated = false;
     std::vector<OutputWord>    words; // empty unless the model gives word times
+    std::string                language; // where the model tells it (Whisper)
 };
 
 Output output_from_result(const transcribe_result * result);

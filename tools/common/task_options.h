@@ -22,9 +22,12 @@ struct TaskOptions {
     std::string hotwords; // one phrase a line
     float       hotword_weight = 1.0f;
     std::string prompt;
+    bool        no_timestamps = false, no_condition_on_previous_text = false;
 
     void add_to(CLI::App & app) {
-        app.add_option("--language", language, "the speech's language (models that know several; default: the model's first)");
+        app.add_option("--language", language,
+                       "the speech's language (models that know several; default: the model's first; auto: detected, "
+                       "models that detect it: Whisper's default)");
         app.add_option("--translate-to", translate_to, "write the text in this language (models that translate)");
         app.add_option("--beam", beam, "beam search over N hypotheses (models with beam search; default: greedy)")
             ->check(CLI::Range(0, 8));
@@ -41,7 +44,11 @@ struct TaskOptions {
             ->check(CLI::Range(0.0f, 100.0f));
         app.add_option("--prompt", prompt,
                        "context for the model (Canary-Qwen: text its chat prompt carries before the instruction, "
-                       "e.g. names or the conversation so far; as OpenAI's prompt)");
+                       "e.g. names or the conversation so far; Whisper: openai-whisper's initial_prompt; as OpenAI's prompt)");
+        app.add_flag("--no-timestamps", no_timestamps,
+                     "Whisper: decode without timestamp tokens (openai-whisper's without_timestamps)");
+        app.add_flag("--no-condition-on-previous-text", no_condition_on_previous_text,
+                     "Whisper: no window's prompt holds the text before it (condition_on_previous_text=False)");
     }
 
     // --hotwords as the C API takes it, one phrase a line: the file's lines where a file is at that path
@@ -73,6 +80,8 @@ struct TaskOptions {
         rp.language        = language.empty() ? nullptr : language.c_str();
         rp.target_language = translate_to.empty() ? nullptr : translate_to.c_str();
         rp.beam_size       = beam;
+        rp.no_timestamps   = no_timestamps;
+        rp.no_condition_on_previous_text = no_condition_on_previous_text;
         rp.no_punctuation  = no_pnc;
         decoder_type_from_name(decoder_type, &rp.decoder_type); // CLI11 let only the known names through
     }

@@ -30,8 +30,16 @@ json verbose_json(const Output & out, const std::string & task, const std::strin
         json segs = json::array();
         for (size_t i = 0; i < out.segments.size(); ++i) {
             const OutputSegment & s = out.segments[i];
-            segs.push_back({{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", trimmed(s.text)},
-                            {"tokens", s.tokens}, {"truncated", s.truncated}});
+            json seg = {{"id", i}, {"start", s.t0_ms / 1000.0}, {"end", s.t1_ms / 1000.0}, {"text", trimmed(s.text)},
+                        {"tokens", s.tokens}, {"truncated", s.truncated}};
+            if (s.has_decode) { // Whisper: its window's decode, as OpenAI's segments carry it
+                seg["seek"]              = s.decode.seek;
+                seg["temperature"]       = s.decode.temperature;
+                seg["avg_logprob"]       = s.decode.avg_logprob;
+                seg["compression_ratio"] = s.decode.compression_ratio;
+                seg["no_speech_prob"]    = s.decode.no_speech_prob;
+            }
+            segs.push_back(std::move(seg));
         }
         j["segments"] = segs;
     }

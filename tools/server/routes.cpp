@@ -175,6 +175,7 @@ json model_capabilities(const ServerState & st) {
             {"max_upload_mb", st.max_upload_bytes >> 20},
             {"languages", languages},
             {"language_choice", m.language_prompt},
+            {"language_detection", m.language_detection},
             {"translation", m.translation},
             {"beam_search", m.beam_search},
             {"word_timestamps", m.word_timestamps || m.timestamp_prompt},

@@ -44,6 +44,7 @@ struct RunRequest {
     std::string target_language; // "" = the speech's own (transcription)
     bool        draft     = true;  // with the server's draft model, where it has one
     bool        timestamps = false; // words asked of a model that times them only when asked
+    bool        no_timestamps = false; // Whisper: decoded without timestamp tokens
     int         beam_size = 0;
     bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
     transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head

@@ -28,6 +28,7 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.language       = r.language.empty() ? nullptr : r.language.c_str();
     rp.target_language = r.target_language.empty() ? nullptr : r.target_language.c_str();
     rp.timestamps     = r.timestamps;
+    rp.no_timestamps  = r.no_timestamps;
     rp.beam_size      = r.beam_size;
     rp.decoder_type   = r.decoder_type;
     rp.hotwords       = r.hotwords.empty() ? nullptr : r.hotwords.c_str();
@@ -93,7 +94,9 @@ ResponseBody response_body(const ServerState & st, const Output & out, const Res
     const auto dumped = [](const json & j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
     const std::string & name = shape.format_name;
     if (name == "verbose_json") {
-        return {dumped(verbose_json(out, shape.translate ? "translate" : "transcribe", shape.language, shape.duration,
+        // The spoken language where the model tells it (Whisper's detected one), else the one asked for.
+        const std::string & language = !shape.translate && !out.language.empty() ? out.language : shape.language;
+        return {dumped(verbose_json(out, shape.translate ? "translate" : "transcribe", language, shape.duration,
                                     shape.segments, shape.words)),
                 "application/json"};
     }
@@ -374,6 +377,12 @@ TranscriptionRequest parse_transcription_request(const ServerState & st, const F
     // `model` is accepted for compatibility: the loaded model answers every request. `prompt` is context
     // for a model with a text prompt, and ignored by the others (see RunRequest).
     request.prompt = form_field(form, "prompt", "");
+    // Our extension: without_timestamps=true decodes without timestamp tokens (Whisper's without_timestamps).
+    const std::string no_ts = form_field(form, "without_timestamps", "false");
+    if (no_ts != "true" && no_ts != "false") {
+        throw RequestError(400, "without_timestamps must be true or false (got '" + no_ts + "')", "without_timestamps");
+    }
+    request.no_timestamps = no_ts == "true";
 
     TranscriptionRequest out;
     ResponseShape & shape = out.shape;

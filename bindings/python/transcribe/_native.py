@@ -27,7 +27,7 @@ class ModelInfo(ctypes.Structure):
                 ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool),
                 ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
                 ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool),
-                ("text_prompt", c_bool)]
+                ("text_prompt", c_bool), ("language_detection", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -70,7 +70,7 @@ class RunParams(ctypes.Structure):
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
                 ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int),
                 ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p),
-                ("prompt", c_char_p)]
+                ("prompt", c_char_p), ("no_timestamps", c_bool), ("no_condition_on_previous_text", c_bool)]
 
 
 class Timings(ctypes.Structure):
