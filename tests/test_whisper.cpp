@@ -250,6 +250,68 @@ TEST_F(WhisperGolden, Transcribe_cuts_the_first_window_at_its_timestamp_pairs) {
     EXPECT_EQ(t.segments[1].text, "started");
 }
 
+TEST_F(WhisperGolden, Transcribe_with_word_timestamps_matches_transcribe_on_the_long_clip) {
+    // whisper.transcribe(..., word_timestamps=True, language='en'): three windows (seeks 0, 3000, 3798: the
+    // second ends mid-segment, so the third starts at its last word's end), every segment's times moved to
+    // its words, the instantaneous ones kept empty.
+    const nlohmann::json g = fx().golden_json("long_38s", "transcribe.json");
+    const std::vector<float> pcm = fx().wav_16k("long_38s");
+    RunOptions o;
+    o.language   = "en";
+    o.timestamps = true;
+    const Transcript t = session_->run(pcm.data(), pcm.size(), o);
+    EXPECT_EQ(t.text, strip_whitespace(g["text"].get<std::string>()));
+    ASSERT_EQ(t.segments.size(), g["segments"].size());
+    std::vector<int32_t> all;
+    for (size_t i = 0; i < t.segments.size(); ++i) {
+        const auto & gs = g["segments"][i];
+        const Segment & s = t.segments[i];
+        SCOPED_TRACE("segment " + std::to_string(i));
+        EXPECT_EQ(s.decode.seek, gs["seek"].get<int>());
+        EXPECT_EQ(s.t0_ms, std::llround(gs["start"].get<double>() * 1000.0));
+        EXPECT_EQ(s.t1_ms, std::llround(gs["end"].get<double>() * 1000.0));
+        EXPECT_EQ(s.text, strip_whitespace(gs["text"].get<std::string>()));
+        EXPECT_EQ(s.tokens, gs["tokens"].get<std::vector<int32_t>>());
+        ASSERT_EQ(s.words.size(), gs["words"].size());
+        for (size_t w = 0; w < s.words.size(); ++w) {
+            EXPECT_EQ(s.words[w].text, strip_whitespace(gs["words"][w]["word"].get<std::string>()));
+            EXPECT_EQ(s.words[w].t0_ms, std::llround(gs["words"][w]["start"].get<double>() * 1000.0));
+            EXPECT_EQ(s.words[w].t1_ms, std::llround(gs["words"][w]["end"].get<double>() * 1000.0));
+        }
+        all.insert(all.end(), s.tokens.begin(), s.tokens.end());
+    }
+    EXPECT_EQ(t.tokens, all);
+}
+
+TEST_F(WhisperGolden, Word_probabilities_match_find_alignment) {
+    // The first window of the long clip, decoded, then aligned: its words' probabilities (the mean softmax
+    // of their tokens over the ids below <|endoftext|>).
+    const nlohmann::json g = fx().golden_json("long_38s", "transcribe.json");
+    const std::vector<float> pcm = fx().wav_16k("long_38s");
+    const MelFeatures mel = model().mel().compute(pcm.data(), pcm.size(), 2);
+    std::vector<float> cut(size_t(80) * 3000, 0.0f);
+    for (int m = 0; m < 80; ++m) {
+        std::copy_n(mel.data.begin() + long(m) * mel.n_frames, 3000, cut.begin() + long(m) * 3000);
+    }
+    WhisperDecodeRequest req;
+    req.language = "en";
+    session().decode(cut, req);
+    std::vector<int32_t> text;
+    for (size_t i = 0; i < 3; ++i) { // the window's three segments
+        for (int32_t id : g["segments"][i]["tokens"].get<std::vector<int32_t>>()) {
+            if (id < model().vocab().eot) {
+                text.push_back(id);
+            }
+        }
+    }
+    const std::vector<WhisperWordTiming> words = session().align_words(text, 3000, "en", false);
+    ASSERT_EQ(words.size(), 3u);
+    const double tol = g["word_probability_suggested_atol"].get<double>();
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_NEAR(words[i].probability, g["segments"][i]["words"][0]["probability"].get<double>(), tol) << i;
+    }
+}
+
 TEST_F(WhisperGolden, English_only_requests_and_unknown_languages_are_refused) {
     const std::vector<float> pcm = fx().wav_16k("cards_005");
     RunOptions o;

@@ -3,6 +3,7 @@
 // and seeks of transcribe()'s loop (whisper/transcribe.py) on scripted window decodes.
 #include "decoding/whisper_decoding.h"
 #include "decoding/whisper_long_form.h"
+#include "decoding/whisper_timing.h"
 
 #include <gtest/gtest.h>
 
@@ -259,4 +260,139 @@ TEST(WhisperLongForm, Without_conditioning_each_window_has_no_prompt) {
     EXPECT_EQ(prompts[0], (std::vector<int32_t> {5, 6})); // the initial prompt, then nothing
     EXPECT_TRUE(prompts[1].empty());
     EXPECT_EQ(r.text, "bb");
+}
+
+// ---- word timestamps (whisper/timing.py) by hand
+
+TEST(WhisperTiming, Dtw_takes_the_cheapest_path_and_goes_left_on_ties) {
+    std::vector<int> text, time;
+    // cost [[0, 1, 1], [1, 0, 1]]: diagonal to (1, 1), then left to (1, 2).
+    whisper_dtw({0, 1, 1, 1, 0, 1}, 2, 3, text, time);
+    EXPECT_EQ(text, (std::vector<int> {0, 1, 1}));
+    EXPECT_EQ(time, (std::vector<int> {0, 1, 2}));
+    // All equal: at (2, 2) no predecessor is strictly cheapest, so the path comes from the left, then up.
+    whisper_dtw({0, 0, 0, 0}, 2, 2, text, time);
+    EXPECT_EQ(text, (std::vector<int> {0, 1, 1}));
+    EXPECT_EQ(time, (std::vector<int> {0, 0, 1}));
+}
+
+namespace {
+
+// Tokens as fixed byte strings (ids past the map decode as nothing); 10 is <|endoftext|>.
+class PieceTokenizer final : public Tokenizer {
+public:
+    explicit PieceTokenizer(std::map<int32_t, std::string> pieces) : pieces_(std::move(pieces)) {}
+    std::vector<int32_t> encode(const std::string &) const override { return {}; }
+    std::string decode_bytes(const std::vector<int32_t> & ids) const override {
+        std::string s;
+        for (int32_t id : ids) {
+            auto it = pieces_.find(id);
+            s += it == pieces_.end() ? "" : it->second;
+        }
+        return s;
+    }
+    std::string piece(int32_t) const override { return ""; }
+    int  n_vocab() const override { return 49; }
+    bool is_control(int32_t) const override { return false; }
+
+private:
+    std::map<int32_t, std::string> pieces_;
+};
+
+} // namespace
+
+TEST(WhisperTiming, Words_split_at_spaces_and_punctuation_and_join_the_bytes_of_a_character) {
+    const WhisperVocab v = vocab();
+    // 1 " he", 2 "llo", 3 ",", 4 " w", 5 "\xE4\xBD" and 6 "\xA0" (the two halves of U+4F60), 10 <|endoftext|>.
+    const PieceTokenizer tok({{1, " he"}, {2, "llo"}, {3, ","}, {4, " w"}, {5, "\xE4\xBD"}, {6, "\xA0"}, {10, "<|endoftext|>"}});
+    std::vector<std::string> words;
+    std::vector<std::vector<int32_t>> tokens;
+    whisper_split_words(tok, v, {1, 2, 3, 4, 5, 6, 10}, "en", words, tokens);
+    EXPECT_EQ(words, (std::vector<std::string> {" hello", ",", " w\xE4\xBD\xA0", "<|endoftext|>"}));
+    EXPECT_EQ(tokens, (std::vector<std::vector<int32_t>> {{1, 2}, {3}, {4, 5, 6}, {10}}));
+    // Chinese (no spaces): every complete character, or byte run that decodes, is a word.
+    whisper_split_words(tok, v, {1, 2, 5, 6, 10}, "zh", words, tokens);
+    EXPECT_EQ(words, (std::vector<std::string> {" he", "llo", "\xE4\xBD\xA0", "<|endoftext|>"}));
+    EXPECT_EQ(tokens, (std::vector<std::vector<int32_t>> {{1}, {2}, {5, 6}, {10}}));
+}
+
+namespace {
+
+WhisperWordTiming word(const char * w, std::vector<int32_t> tokens, double start, double end) {
+    WhisperWordTiming t;
+    t.word   = w;
+    t.tokens = std::move(tokens);
+    t.start  = start;
+    t.end    = end;
+    return t;
+}
+
+} // namespace
+
+TEST(WhisperTiming, Punctuation_joins_its_neighbours_and_a_long_sentence_end_is_cut) {
+    const WhisperVocab v = vocab();
+    // Durations 0.4, 0, 0.1, 0.4, 1.6: the median of the nonzero ones 0.4, max_duration 0.8, so "." (a
+    // sentence end) is cut to 0.8 s. ' "' (a space, then a prepended mark) joins the word after it, "," and
+    // "." join the word before them; each merged word keeps the times of the word it joined.
+    std::vector<WhisperTimedSegment> segs(1);
+    segs[0].start  = 10.0;
+    segs[0].end    = 12.0;
+    segs[0].tokens = {1, 2, 3, 4, 5};
+    whisper_add_word_timestamps(segs,
+                                {word(" Hello", {1}, 0.0, 0.4), word(",", {2}, 0.4, 0.4), word(" \"", {3}, 0.4, 0.5),
+                                 word("world", {4}, 0.5, 0.9), word(".", {5}, 0.9, 2.5)},
+                                10.0, v, 9.9);
+    ASSERT_EQ(segs[0].words.size(), 2u);
+    EXPECT_EQ(segs[0].words[0].word, " Hello,");
+    EXPECT_EQ(segs[0].words[0].tokens, (std::vector<int32_t> {1, 2}));
+    EXPECT_EQ(segs[0].words[1].word, " \"world.");
+    EXPECT_EQ(segs[0].words[1].tokens, (std::vector<int32_t> {3, 4, 5}));
+    EXPECT_DOUBLE_EQ(segs[0].words[0].start, 10.0);
+    EXPECT_DOUBLE_EQ(segs[0].words[1].start, 10.5);
+    EXPECT_DOUBLE_EQ(segs[0].words[1].end, 10.9);
+    EXPECT_DOUBLE_EQ(segs[0].start, 10.0); // the segment follows its words
+    EXPECT_DOUBLE_EQ(segs[0].end, 10.9);
+}
+
+TEST(WhisperTiming, A_first_word_long_after_the_last_speech_is_shortened) {
+    const WhisperVocab v = vocab();
+    // Median duration 0.2, max 0.4; " a" ends 37 s after the last speech (> 4 x 0.2) and lasts 2 s (> 0.4):
+    // it starts max_duration before its end, and the segment with it.
+    std::vector<WhisperTimedSegment> segs(1);
+    segs[0].start  = 35.0;
+    segs[0].end    = 37.4;
+    segs[0].tokens = {1, 2, 3};
+    whisper_add_word_timestamps(segs, {word(" a", {1}, 5.0, 7.0), word(" b", {2}, 7.0, 7.2), word(" c", {3}, 7.2, 7.4)}, 30.0,
+                                v, 0.0);
+    ASSERT_EQ(segs[0].words.size(), 3u);
+    EXPECT_DOUBLE_EQ(segs[0].words[0].start, 36.6);
+    EXPECT_DOUBLE_EQ(segs[0].words[0].end, 37.0);
+    EXPECT_DOUBLE_EQ(segs[0].start, 36.6);
+    EXPECT_DOUBLE_EQ(segs[0].end, 37.4);
+}
+
+TEST(WhisperTiming, Words_far_outside_their_segment_are_pulled_in) {
+    const WhisperVocab v = vocab();
+    // Median 0.7 (capped), the segment 40.0-42.0: the first word starts more than 0.5 s before the segment
+    // (38.0): it starts at min(its end - 0.7, 40.0); the last ends more than 0.5 s after it (43.0): it ends
+    // at max(its start + 0.7, 42.0); the segment keeps its times.
+    std::vector<WhisperTimedSegment> segs(1);
+    segs[0].start  = 40.0;
+    segs[0].end    = 42.0;
+    segs[0].tokens = {1, 2};
+    whisper_add_word_timestamps(segs, {word(" x", {1}, 8.0, 11.0), word(" y", {2}, 11.0, 13.0)}, 30.0, v, 40.0);
+    ASSERT_EQ(segs[0].words.size(), 2u);
+    EXPECT_DOUBLE_EQ(segs[0].words[0].start, 40.0);
+    EXPECT_DOUBLE_EQ(segs[0].words[0].end, 41.0);
+    EXPECT_DOUBLE_EQ(segs[0].words[1].start, 41.0);
+    EXPECT_DOUBLE_EQ(segs[0].words[1].end, 42.0);
+    EXPECT_DOUBLE_EQ(segs[0].start, 40.0);
+    EXPECT_DOUBLE_EQ(segs[0].end, 42.0);
+}
+
+TEST(WhisperTiming, Times_round_to_hundredths_as_python_does) {
+    EXPECT_DOUBLE_EQ(round_to_hundredths(12.799999999999999), 12.8);
+    EXPECT_DOUBLE_EQ(round_to_hundredths(0.125), 0.12); // exactly representable: ties to even
+    EXPECT_DOUBLE_EQ(round_to_hundredths(0.135), 0.14); // 0.135 is stored above the tie
+    EXPECT_DOUBLE_EQ(round_to_hundredths(32.480000000000004), 32.48);
 }

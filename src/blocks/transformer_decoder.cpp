@@ -103,7 +103,8 @@ ggml_tensor * TransformerDecoder::cross_v(ggml_context * ctx, int il, ggml_tenso
 }
 
 ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, const Columns & c, const SequenceCache & self,
-                                        const SequenceCache & cross, ggml_tensor ** embedded, ggml_tensor ** first_layer) const {
+                                        const SequenceCache & cross, ggml_tensor ** embedded, ggml_tensor ** first_layer,
+                                        std::vector<ggml_tensor *> * cross_queries) const {
     const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, B = c.tokens->ne[0];
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -127,7 +128,11 @@ ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, co
         x = ggml_add(ctx, x, apply(ctx, l.o, ggml_reshape_2d(ctx, o, H, B)));
         // Cross-attention over the sequence's encoder rows.
         h = apply(ctx, l.xattn_norm, x);
-        q = ggml_reshape_3d(ctx, apply(ctx, l.xq, h), hd, nh, B);
+        q = apply(ctx, l.xq, h);
+        if (cross_queries) {
+            cross_queries->push_back(q);
+        }
+        q = ggml_reshape_3d(ctx, q, hd, nh, B);
         o = ops::decode_attention(ctx, q, cross.k()[il], cross.v()[il], c.cross_pos, c.cross_rows, c.cross_mask,
                                   c.n_cross_kv, scale);
         x = ggml_add(ctx, x, apply(ctx, l.xo, ggml_reshape_2d(ctx, o, H, B)));
@@ -176,8 +181,13 @@ Graph & TransformerDecoderState::pass_graph(int n_cols, int n_self_kv, int n_cro
     c.n_self_kv  = n_self_kv;
     c.n_cross_kv = n_cross_kv;
     ggml_tensor * embedded = nullptr, * first_layer = nullptr;
-    ggml_tensor * h = dec_.build(ctx, g->graph(), c, self_, cross_, &embedded, &first_layer);
-    if (prompt) { // the prompt's stages for parity dumps; only its last position's logits are needed
+    std::vector<ggml_tensor *> queries;
+    ggml_tensor * h = dec_.build(ctx, g->graph(), c, self_, cross_, &embedded, &first_layer,
+                                 pass == Pass::Alignment ? &queries : nullptr);
+    for (size_t il = 0; il < queries.size(); ++il) {
+        g->output(queries[il], ("cross_q_" + std::to_string(il)).c_str());
+    }
+    if (prompt && pass != Pass::Alignment) { // the prompt's stages for parity dumps; only its last position's logits are needed
         g->output(embedded, "embedded");
         g->output(first_layer, "first_layer");
         g->output(h, "final_norm");
@@ -318,6 +328,36 @@ void TransformerDecoderState::step(const std::vector<int> & seqs, const std::vec
     run_pass(g, tokens, seqs, n_self_kv, n_cross_kv);
     read_step_outputs(g, B, next, logits);
     self_.advance(seqs);
+}
+
+TransformerDecoderState::CrossAttention TransformerDecoderState::cross_attention(int seq, const std::vector<int32_t> & tokens) {
+    self_.check_seq(seq);
+    const int T = int(tokens.size()), n_enc = cross_.n_past(cross_of_[size_t(seq)]);
+    if (T <= 0 || n_enc <= 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "an alignment pass of %d tokens over %d encoder frames", T, n_enc);
+    }
+    self_.restart(seq, T);
+    const std::vector<int> seqs(static_cast<size_t>(T), seq);
+    const int n_self_kv  = self_.place_prompt(seq, T, reads_masks_ ? KV_PAD : self_.n_ctx() * self_.n_seq());
+    const int n_cross_kv = cross_.place_read(std::vector<int>(static_cast<size_t>(T), cross_of_[size_t(seq)]),
+                                             reads_masks_ ? KV_PAD : cross_.n_ctx() * cross_.n_seq());
+    Graph & g = pass_graph(T, n_self_kv, n_cross_kv, Pass::Alignment);
+    position_shift_[size_t(seq)] = 0;
+    logits_row_ = -1;
+    run_pass(g, tokens, seqs, n_self_kv, n_cross_kv);
+    self_.set_past(seq, T);
+    CrossAttention out;
+    out.n_enc = n_enc;
+    tensor_get_f32(g.get("logits"), out.logits);
+    const size_t H = size_t(dec_.hparams().hidden);
+    for (int il = 0; il < dec_.hparams().n_layers; ++il) {
+        out.queries.push_back(tensor_get_f32(g.get(("cross_q_" + std::to_string(il)).c_str())));
+        std::vector<float> k(size_t(n_enc) * H);
+        const ggml_tensor * cache = cross_.k()[size_t(il)];
+        ggml_backend_tensor_get(cache, k.data(), size_t(cross_of_[size_t(seq)]) * size_t(cross_.n_ctx()) * cache->nb[1], k.size() * sizeof(float));
+        out.keys.push_back(std::move(k));
+    }
+    return out;
 }
 
 void TransformerDecoderState::reorder(const std::vector<int> & seqs, const std::vector<int> & sources) {

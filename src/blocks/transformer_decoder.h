@@ -53,9 +53,11 @@ public:
         int64_t n_self_kv = 0, n_cross_kv = 0;
     };
     // The final-normed hidden states [hidden, columns]; EMBEDDED and FIRST_LAYER (when given) get the
-    // embedding output and the first layer's output.
+    // embedding output and the first layer's output, CROSS_QUERIES (when given) each layer's
+    // cross-attention queries [hidden, columns].
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, const Columns & c, const SequenceCache & self,
-                        const SequenceCache & cross, ggml_tensor ** embedded = nullptr, ggml_tensor ** first_layer = nullptr) const;
+                        const SequenceCache & cross, ggml_tensor ** embedded = nullptr, ggml_tensor ** first_layer = nullptr,
+                        std::vector<ggml_tensor *> * cross_queries = nullptr) const;
     ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const;
     // Cross-attention K (or V) of layer IL for the decoder's view of the encoder states [hidden, T].
     ggml_tensor * cross_k(ggml_context * ctx, int il, ggml_tensor * mem) const;
@@ -109,6 +111,15 @@ public:
                     PromptOutputs * out, int logits_row = -1);
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
               std::vector<std::vector<float>> * logits) override;
+    // What Whisper's word alignment reads of one pass over TOKENS (sequence SEQ restarted, its encoder
+    // rows kept): every position's logits [T][vocab], each layer's cross-attention queries [T][hidden] and
+    // keys [n_enc][hidden].
+    struct CrossAttention {
+        std::vector<float>              logits;
+        std::vector<std::vector<float>> queries, keys;
+        int                             n_enc = 0;
+    };
+    CrossAttention cross_attention(int seq, const std::vector<int32_t> & tokens);
     void rewind(int seq, int n_past) override { self_.rewind(seq, n_past); }
     void reorder(const std::vector<int> & seqs, const std::vector<int> & sources) override;
     int  n_past(int seq) const override { return self_.n_past(seq); }
@@ -117,7 +128,7 @@ public:
 
 private:
     // One pass over columns already placed in self_ (self_.pos()/rows()) reading CROSS_SEQS' encoder rows.
-    enum class Pass { Step, Prompt, PromptWithRow };
+    enum class Pass { Step, Prompt, PromptWithRow, Alignment };
     Graph & pass_graph(int n_cols, int n_self_kv, int n_cross_kv, Pass pass);
     void    run_pass(Graph & g, const std::vector<int32_t> & tokens, const std::vector<int> & seqs, int n_self_kv,
                      int n_cross_kv);

@@ -29,8 +29,10 @@ bool is_blank(const std::string & s) {
 } // namespace
 
 WhisperLongFormResult whisper_long_form(int content_frames, const WhisperVocab & v, const Tokenizer & tokenizer,
-                                        const WhisperLongFormOptions & o, const WhisperWindowDecoder & decode) {
+                                        const WhisperLongFormOptions & o, const WhisperWindowDecoder & decode,
+                                        const WhisperWindowAligner & align) {
     WhisperLongFormResult r;
+    double last_speech_timestamp = 0.0;
     r.all_tokens = o.initial_prompt_tokens;
     const double time_precision = double(o.input_stride * o.hop_length) / double(o.sample_rate);
     size_t prompt_reset_since = 0;
@@ -111,11 +113,45 @@ WhisperLongFormResult whisper_long_form(int content_frames, const WhisperVocab &
             add(time_offset, time_offset + duration, tokens);
             seek += segment_size;
         }
+        if (align && !current.empty()) {
+            std::vector<WhisperTimedSegment> timed(current.size());
+            std::vector<int32_t> text_tokens;
+            for (size_t i = 0; i < current.size(); ++i) {
+                timed[i].start  = current[i].start;
+                timed[i].end    = current[i].end;
+                timed[i].tokens = current[i].tokens;
+                for (int32_t t : current[i].tokens) {
+                    if (t < v.eot) {
+                        text_tokens.push_back(t);
+                    }
+                }
+            }
+            whisper_add_word_timestamps(timed, text_tokens.empty() ? std::vector<WhisperWordTiming> {} : align(text_tokens, segment_size),
+                                        time_offset, v, last_speech_timestamp);
+            for (size_t i = 0; i < current.size(); ++i) {
+                current[i].start = timed[i].start;
+                current[i].end   = timed[i].end;
+                current[i].words = std::move(timed[i].words);
+            }
+            // get_end: the last word's end, else the last segment's.
+            double last_end = current.back().end;
+            for (auto s = current.rbegin(); s != current.rend(); ++s) {
+                if (!s->words.empty()) {
+                    last_end = s->words.back().end;
+                    break;
+                }
+            }
+            if (!single_timestamp_ending && last_end > time_offset) {
+                seek = int(std::nearbyint(last_end * 100.0)); // FRAMES_PER_SECOND; Python's round: half to even
+            }
+            last_speech_timestamp = last_end;
+        }
         // An instantaneous or textless segment is kept, emptied.
         for (WhisperSegment & s : current) {
             if (s.start == s.end || is_blank(s.text)) {
                 s.text.clear();
                 s.tokens.clear();
+                s.words.clear();
             }
         }
         for (WhisperSegment & s : current) {

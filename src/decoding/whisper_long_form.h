@@ -8,6 +8,7 @@
 
 #include "core/tokenizer.h"
 #include "decoding/whisper_decoding.h"
+#include "decoding/whisper_timing.h"
 
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,7 @@ struct WhisperSegment {
     float                temperature = 0.0f;
     double               avg_logprob = 0.0, compression_ratio = 0.0;
     float                no_speech_prob = 0.0f;
+    std::vector<WhisperWordTiming> words; // with word timestamps (times in the recording)
 };
 
 struct WhisperLongFormOptions {
@@ -58,9 +60,16 @@ struct WhisperLongFormResult {
 // after PROMPT (the previous text tokens; empty: none).
 using WhisperWindowDecoder =
     std::function<WhisperWindowResult(int seek, int segment_size, const std::vector<int32_t> & prompt)>;
+// Word timestamps: find_alignment of TEXT_TOKENS over the window just decoded (NUM_FRAMES of its frames
+// are audio).
+using WhisperWindowAligner =
+    std::function<std::vector<WhisperWordTiming>(const std::vector<int32_t> & text_tokens, int num_frames)>;
 
+// ALIGN given: word_timestamps=True (words on every segment, segment times moved to them, and a window
+// that ends mid-segment followed from its last word's end).
 WhisperLongFormResult whisper_long_form(int content_frames, const WhisperVocab & vocab, const Tokenizer & tokenizer,
-                                        const WhisperLongFormOptions & options, const WhisperWindowDecoder & decode);
+                                        const WhisperLongFormOptions & options, const WhisperWindowDecoder & decode,
+                                        const WhisperWindowAligner & align = {});
 
 // len(text bytes) / len(zlib.compress(text bytes)): whisper's compression_ratio (0 for empty text).
 double whisper_compression_ratio(const std::string & text);

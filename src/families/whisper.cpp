@@ -59,12 +59,21 @@ WhisperModel::WhisperModel(std::unique_ptr<ModelFile> file, ggml_backend_dev_t d
     if (!multilingual_) {
         info_.languages = {"en"}; // an English-only model has language tokens but never reads them
     }
+    const std::vector<int32_t> heads = f.get_i32_array(a + "alignment_heads");
+    for (size_t i = 0; i + 1 < heads.size(); i += 2) {
+        if (heads[i] < 0 || heads[i] >= dec_hp_.n_layers || heads[i + 1] < 0 || heads[i + 1] >= dec_hp_.n_heads) {
+            fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: alignment head (%d, %d) outside the decoder", f.path().c_str(),
+                 heads[i], heads[i + 1]);
+        }
+        alignment_heads_.emplace_back(heads[i], heads[i + 1]);
+    }
     info_.architecture    = "whisper";
     info_.name            = f.get_str("general.name", "whisper");
     info_.max_audio_ms    = kMaxAudioMs;
     info_.language_prompt = multilingual_;
     info_.translation     = multilingual_;
     info_.beam_search     = true;
+    info_.timestamp_prompt = !alignment_heads_.empty(); // word times when asked (word_timestamps=True)
     info_.text_prompt     = true;
     info_.language_detection = multilingual_;
     info_.token_budget    = true;
@@ -153,6 +162,52 @@ int32_t WhisperSession::detect_language(std::vector<float> * probs) {
     TransformerDecoderState::PromptOutputs outs;
     decoder_.prefill(0, encoded_.data(), model_.enc_hp_.n_ctx, {model_.vocab_.sot}, 0, &outs);
     return whisper_detect_language(outs.logits, model_.vocab_, probs);
+}
+
+std::vector<WhisperWordTiming> WhisperSession::align_words(const std::vector<int32_t> & text_tokens, int num_frames,
+                                                          const std::string & language, bool translate) {
+    if (text_tokens.empty()) {
+        return {};
+    }
+    const WhisperVocab & v = model_.vocab_;
+    const int32_t lang = model_.multilingual_ ? model_.language_token(language) : -1;
+    std::vector<int32_t> tokens = model_.sot_sequence(lang, translate, true);
+    const int sot_length = int(tokens.size());
+    tokens.push_back(v.no_timestamps);
+    tokens.insert(tokens.end(), text_tokens.begin(), text_tokens.end());
+    tokens.push_back(v.eot);
+    const TransformerDecoderState::CrossAttention x = decoder_.cross_attention(0, tokens);
+    // Each alignment head's scores (q / d^0.25) . (k / d^0.25), as whisper's qkv_attention makes them.
+    const int H = model_.dec_hp_.hidden, hd = H / model_.dec_hp_.n_heads, T = int(tokens.size());
+    const float scale = std::pow(float(hd), -0.25f);
+    WhisperAlignmentInput in;
+    in.n_frames = x.n_enc;
+    in.n_vocab  = model_.dec_hp_.vocab_rows;
+    in.logits   = std::move(x.logits);
+    std::vector<float> q(static_cast<size_t>(hd)), k(static_cast<size_t>(x.n_enc) * static_cast<size_t>(hd));
+    for (const auto & [layer, head] : model_.alignment_heads_) {
+        const std::vector<float> & Q = x.queries[size_t(layer)], & K = x.keys[size_t(layer)];
+        for (int f = 0; f < x.n_enc; ++f) {
+            for (int d = 0; d < hd; ++d) {
+                k[size_t(f) * size_t(hd) + size_t(d)] = K[size_t(f) * size_t(H) + size_t(head * hd + d)] * scale;
+            }
+        }
+        std::vector<float> scores(size_t(T) * size_t(x.n_enc));
+        for (int t = 0; t < T; ++t) {
+            for (int d = 0; d < hd; ++d) {
+                q[size_t(d)] = Q[size_t(t) * size_t(H) + size_t(head * hd + d)] * scale;
+            }
+            for (int f = 0; f < x.n_enc; ++f) {
+                float dot = 0.0f;
+                for (int d = 0; d < hd; ++d) {
+                    dot += q[size_t(d)] * k[size_t(f) * size_t(hd) + size_t(d)];
+                }
+                scores[size_t(t) * size_t(x.n_enc) + size_t(f)] = dot;
+            }
+        }
+        in.head_scores.push_back(std::move(scores));
+    }
+    return whisper_find_alignment(in, text_tokens, sot_length, num_frames, model_.tokenizer(), v, language);
 }
 
 WhisperDecodeOutcome WhisperSession::decode(const std::vector<float> & mel, const WhisperDecodeRequest & req) {
@@ -265,6 +320,12 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
     if (!o.prompt.empty()) {
         lf.initial_prompt_tokens = model_.tokenizer().encode(" " + strip_whitespace(o.prompt));
     }
+    WhisperWindowAligner aligner;
+    if (o.timestamps && !model_.alignment_heads_.empty()) { // word_timestamps=True
+        aligner = [&](const std::vector<int32_t> & text_tokens, int num_frames) {
+            return align_words(text_tokens, num_frames, req.language, req.translate);
+        };
+    }
     const WhisperLongFormResult r = whisper_long_form(
         mel.n_valid, model_.vocab_, model_.tokenizer(), lf, [&](int seek, int size, const std::vector<int32_t> & prompt) {
             check_cancelled(o, "window");
@@ -282,7 +343,7 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
             wr.temperature       = 0.0f;
             wr.compression_ratio = whisper_compression_ratio(d.text);
             return wr;
-        });
+        }, aligner);
 
     Transcript t;
     t.language = req.language;
@@ -297,6 +358,10 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
         seg.tokens     = s.tokens;
         seg.has_decode = true;
         seg.decode     = {s.seek, s.temperature, s.no_speech_prob, s.avg_logprob, s.compression_ratio};
+        for (const WhisperWordTiming & w : s.words) {
+            seg.words.push_back(Word {strip_whitespace(w.word), std::llround(w.start * 1000.0), std::llround(w.end * 1000.0)});
+        }
+        t.words.insert(t.words.end(), seg.words.begin(), seg.words.end());
         t.segments.push_back(std::move(seg));
     }
     progress(o, 1.0f);

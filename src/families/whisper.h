@@ -9,6 +9,7 @@
 #include "blocks/transformer_decoder.h"
 #include "core/mel.h"
 #include "decoding/whisper_decoding.h"
+#include "decoding/whisper_timing.h"
 #include "model/session_base.h"
 
 namespace transcribe {
@@ -56,6 +57,7 @@ private:
     TransformerDecoder            decoder_;
     WhisperVocab                  vocab_;
     bool                          multilingual_ = true;
+    std::vector<std::pair<int, int>> alignment_heads_; // (decoder layer, head): word timestamps' cross-attention
     std::unique_ptr<MelFrontend>  mel_;
 };
 
@@ -70,6 +72,10 @@ public:
     const std::vector<float> & encode(const std::vector<float> & mel);
     // detect_language on the window encode() last encoded: the language token (PROBS: per language).
     int32_t detect_language(std::vector<float> * probs = nullptr);
+    // find_alignment of TEXT_TOKENS over the window decode() last decoded (its encoder output), in
+    // LANGUAGE, the task TRANSLATE; NUM_FRAMES of the window's mel frames are audio.
+    std::vector<WhisperWordTiming> align_words(const std::vector<int32_t> & text_tokens, int num_frames,
+                                               const std::string & language, bool translate);
 
 private:
     const WhisperModel &    model_;
