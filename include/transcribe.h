@@ -385,6 +385,14 @@ typedef struct transcribe_run_params {
      * window no prompt of the text before it (condition_on_previous_text=False). */
     bool                      no_timestamps;
     bool                      no_condition_on_previous_text;
+    /* Whisper (appended): the temperatures transcribe()'s fallback tries in turn while a window's text is
+     * too repetitive (compression ratio > 2.4) or unlikely (avg_logprob < -1) and not silence; NULL / 0:
+     * {0} alone (greedy or beam, no fallback). Above 0 tokens are drawn from softmax(logits / T) with a
+     * generator seeded with SEED (ours: not torch's draws), BEST_OF samples (0: one), the likeliest kept. */
+    const float *             temperatures;
+    int                       n_temperatures;
+    int                       best_of;
+    uint64_t                  seed;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

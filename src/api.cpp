@@ -176,6 +176,11 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     r.options.beam_size       = p->beam_size;
     r.options.no_timestamps              = p->no_timestamps;
     r.options.condition_on_previous_text = !p->no_condition_on_previous_text;
+    if (p->temperatures && p->n_temperatures > 0) {
+        r.options.temperatures.assign(p->temperatures, p->temperatures + p->n_temperatures);
+    }
+    r.options.best_of = p->best_of;
+    r.options.seed    = p->seed;
     if (p->decoder_type < TRANSCRIBE_DECODER_DEFAULT || p->decoder_type > TRANSCRIBE_DECODER_CTC) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "decoder_type %d is none of transcribe_decoder_type", int(p->decoder_type));
     }
@@ -558,6 +563,10 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.prompt          = nullptr;
     p.no_timestamps   = false;
     p.no_condition_on_previous_text = false;
+    p.temperatures    = nullptr;
+    p.n_temperatures  = 0;
+    p.best_of         = 0;
+    p.seed            = 0;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

@@ -179,7 +179,7 @@ TEST(WhisperLongForm, Segments_are_cut_at_timestamp_pairs_and_the_next_window_st
     std::vector<std::pair<int, std::vector<int32_t>>> calls;
     // Window 1 (seek 0): [0.00 b 0.10][0.10 c 0.20] then an unfinished "d": the next seek is 0.20 s = 20
     // frames. Window 2 (seek 20): "0.00 e 0.04", no pair: one segment to its last timestamp, seek += 3000.
-    const WhisperLongFormResult r = whisper_long_form(3020, v, tok, options(), [&](int seek, int size, const std::vector<int32_t> & prompt) {
+    const WhisperLongFormResult r = whisper_long_form(3020, v, tok, options(), [&](int seek, int size, const std::vector<int32_t> & prompt, float) {
         calls.emplace_back(seek, prompt);
         WhisperWindowResult w;
         w.avg_logprob = -0.5;
@@ -212,7 +212,7 @@ TEST(WhisperLongForm, A_window_without_timestamp_pairs_is_one_segment_to_its_las
     const WhisperVocab v = vocab();
     const LetterTokenizer tok;
     int n = 0;
-    const WhisperLongFormResult r = whisper_long_form(4000, v, tok, options(), [&](int seek, int, const std::vector<int32_t> &) {
+    const WhisperLongFormResult r = whisper_long_form(4000, v, tok, options(), [&](int seek, int, const std::vector<int32_t> &, float) {
         WhisperWindowResult w;
         w.tokens = seek == 0 ? std::vector<int32_t> {19, 1, 2, 27} : std::vector<int32_t> {1, 2};
         ++n;
@@ -228,7 +228,7 @@ TEST(WhisperLongForm, A_window_without_timestamp_pairs_is_one_segment_to_its_las
 TEST(WhisperLongForm, Silence_is_skipped_unless_the_decode_is_confident_and_empty_segments_are_kept_empty) {
     const WhisperVocab v = vocab();
     const LetterTokenizer tok;
-    const WhisperLongFormResult r = whisper_long_form(9000, v, tok, options(), [&](int seek, int, const std::vector<int32_t> &) {
+    const WhisperLongFormResult r = whisper_long_form(9000, v, tok, options(), [&](int seek, int, const std::vector<int32_t> &, float) {
         WhisperWindowResult w;
         w.no_speech_prob = 0.9f;
         w.avg_logprob    = seek == 0 ? -2.0 : -0.5; // the first is skipped, the second is confident enough
@@ -250,7 +250,7 @@ TEST(WhisperLongForm, Without_conditioning_each_window_has_no_prompt) {
     o.condition_on_previous_text = false;
     o.initial_prompt_tokens      = {5, 6};
     std::vector<std::vector<int32_t>> prompts;
-    const WhisperLongFormResult r = whisper_long_form(6000, v, tok, o, [&](int, int, const std::vector<int32_t> & prompt) {
+    const WhisperLongFormResult r = whisper_long_form(6000, v, tok, o, [&](int, int, const std::vector<int32_t> & prompt, float) {
         prompts.push_back(prompt);
         WhisperWindowResult w;
         w.tokens = {19, 1, 21};
@@ -260,6 +260,35 @@ TEST(WhisperLongForm, Without_conditioning_each_window_has_no_prompt) {
     EXPECT_EQ(prompts[0], (std::vector<int32_t> {5, 6})); // the initial prompt, then nothing
     EXPECT_TRUE(prompts[1].empty());
     EXPECT_EQ(r.text, "bb");
+}
+
+TEST(WhisperLongForm, A_window_falls_back_to_higher_temperatures_until_it_is_likely_enough) {
+    const WhisperVocab v = vocab();
+    const LetterTokenizer tok;
+    WhisperLongFormOptions o = options();
+    o.temperatures = {0.0f, 0.4f, 0.8f};
+    std::vector<std::pair<int, float>> tried;
+    // Window 1: too repetitive at 0 (ratio 3 > 2.4), too unlikely at 0.4 (-2 < -1), fine at 0.8. Its
+    // temperature is above 0.5: window 2 gets no prompt. Window 2: unlikely but probably silence
+    // (no-speech 0.9 > 0.6): no fallback, and skipped as silence.
+    const WhisperLongFormResult r = whisper_long_form(6000, v, tok, o, [&](int seek, int, const std::vector<int32_t> & prompt, float t) {
+        tried.emplace_back(seek, t);
+        WhisperWindowResult w;
+        w.temperature = t;
+        w.tokens      = {19, 1, 21};
+        if (seek == 0) {
+            w.compression_ratio = t == 0.0f ? 3.0 : 1.0;
+            w.avg_logprob       = t == 0.4f ? -2.0 : -0.5;
+        } else {
+            EXPECT_TRUE(prompt.empty());
+            w.avg_logprob    = -2.0;
+            w.no_speech_prob = 0.9f;
+        }
+        return w;
+    });
+    EXPECT_EQ(tried, (std::vector<std::pair<int, float>> {{0, 0.0f}, {0, 0.4f}, {0, 0.8f}, {3000, 0.0f}}));
+    ASSERT_EQ(r.segments.size(), 1u);
+    EXPECT_FLOAT_EQ(r.segments[0].temperature, 0.8f);
 }
 
 // ---- word timestamps (whisper/timing.py) by hand

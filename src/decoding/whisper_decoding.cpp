@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <random>
 
 namespace transcribe {
 
@@ -128,46 +129,104 @@ int32_t whisper_detect_language(const std::vector<float> & sot_logits, const Whi
 
 namespace {
 
-WhisperDecodeResult greedy(StepDecoder & decoder, int seq, std::vector<float> logits, std::vector<int32_t> tokens,
-                           const WhisperVocab & v, const WhisperDecodeOptions & o, const WhisperLogitFilters & filters,
-                           const std::function<void()> & between_steps, const std::function<void(int32_t)> & on_token,
-                           std::vector<std::vector<float>> * raw_step_logits) {
-    WhisperDecodeResult r;
-    const size_t sample_begin = tokens.size();
-    std::vector<int32_t> next;
-    std::vector<std::vector<float>> step_logits;
-    for (int i = 0; i < o.sample_len; ++i) {
-        if (raw_step_logits) {
-            raw_step_logits->push_back(logits);
-        }
-        filters.apply(logits, tokens);
-        const int32_t tok = argmax(logits);
-        r.sum_logprob += log_softmax(logits)[size_t(tok)];
-        tokens.push_back(tok);
-        if (tok == v.eot || int(tokens.size()) > o.n_ctx) {
-            break;
-        }
-        if (on_token) {
-            on_token(tok);
-        }
-        if (i + 1 == o.sample_len) {
-            break;
-        }
-        between_steps();
-        decoder.step({seq}, {tok}, next, &step_logits);
-        ++r.n_steps;
-        logits = std::move(step_logits[0]);
-    }
-    const auto end = std::find(tokens.begin() + long(sample_begin), tokens.end(), v.eot);
-    r.tokens.assign(tokens.begin() + long(sample_begin), end);
-    return r;
-}
-
 // MaximumLikelihoodRanker's score of a sequence of LENGTH tokens with summed log-probability SUM.
 double rank_score(float sum, size_t length, float length_penalty) {
     const double penalty = length_penalty < 0 ? double(length) : std::pow((5.0 + double(length)) / 6.0, double(length_penalty));
     return double(sum) / penalty;
 }
+
+// GreedyDecoder: argmax at temperature 0, else a draw from softmax(logits / temperature); best_of
+// sequences (temperature > 0) sampled side by side, the best by sum / length (MaximumLikelihoodRanker).
+WhisperDecodeResult sample(StepDecoder & decoder, const std::vector<int> & all_seqs, const std::vector<float> & first_logits,
+                           const std::vector<int32_t> & initial, const WhisperVocab & v, const WhisperDecodeOptions & o,
+                           const WhisperLogitFilters & filters, const std::function<void()> & between_steps,
+                           const std::function<void(int32_t)> & on_token, std::vector<std::vector<float>> * raw_step_logits) {
+    const bool greedy = o.temperature <= 0.0f;
+    const int  n      = greedy ? 1 : std::max(1, o.best_of);
+    if (int(all_seqs.size()) < n) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "best_of %d needs %d decoder sequences, the session has %zu", n, n, all_seqs.size());
+    }
+    const std::vector<int> seqs(all_seqs.begin(), all_seqs.begin() + n);
+    if (n > 1) {
+        decoder.reorder(seqs, std::vector<int>(size_t(n), 0)); // every sample starts from the prompt's rows
+    }
+    std::vector<std::vector<int32_t>> tokens(size_t(n), initial);
+    std::vector<std::vector<float>>   logits(size_t(n), first_logits);
+    std::vector<float> sums(size_t(n), 0.0f);
+    std::vector<bool>  done(size_t(n), false);
+    WhisperDecodeResult r;
+    std::vector<int32_t> next, feed;
+    std::vector<int>     running;
+    std::vector<std::vector<float>> step_logits;
+    std::vector<double> probs;
+    for (int i = 0; i < o.sample_len; ++i) {
+        running.clear();
+        feed.clear();
+        for (int j = 0; j < n; ++j) {
+            if (done[size_t(j)]) {
+                continue;
+            }
+            std::vector<float> & l = logits[size_t(j)];
+            if (raw_step_logits && n == 1) {
+                raw_step_logits->push_back(l);
+            }
+            filters.apply(l, tokens[size_t(j)]);
+            int32_t tok = 0;
+            if (greedy) {
+                tok = argmax(l);
+            } else { // Categorical(logits / temperature).sample(), from the session's seeded generator
+                const float top = *std::max_element(l.begin(), l.end());
+                probs.assign(l.size(), 0.0);
+                double total = 0.0;
+                for (size_t k = 0; k < l.size(); ++k) {
+                    total += probs[k] = std::exp(double(l[k] - top) / double(o.temperature));
+                }
+                double u = std::uniform_real_distribution<double>(0.0, total)(*o.rng);
+                tok = int32_t(l.size()) - 1;
+                for (size_t k = 0; k < l.size(); ++k) {
+                    if (probs[k] > 0.0 && (u -= probs[k]) < 0.0) {
+                        tok = int32_t(k);
+                        break;
+                    }
+                }
+            }
+            sums[size_t(j)] += log_softmax(l)[size_t(tok)];
+            tokens[size_t(j)].push_back(tok);
+            if (tok == v.eot) {
+                done[size_t(j)] = true;
+                continue;
+            }
+            if (on_token && n == 1) {
+                on_token(tok);
+            }
+            running.push_back(seqs[size_t(j)]);
+            feed.push_back(tok);
+        }
+        if (running.empty() || int(tokens[0].size()) > o.n_ctx || i + 1 == o.sample_len) {
+            break;
+        }
+        between_steps();
+        decoder.step(running, feed, next, &step_logits);
+        ++r.n_steps;
+        for (size_t b = 0; b < running.size(); ++b) {
+            logits[size_t(std::find(seqs.begin(), seqs.end(), running[b]) - seqs.begin())] = std::move(step_logits[b]);
+        }
+    }
+    double best_score = 0.0;
+    for (int j = 0; j < n; ++j) {
+        const auto & t = tokens[size_t(j)];
+        const auto end = std::find(t.begin() + long(initial.size()), t.end(), v.eot);
+        std::vector<int32_t> toks(t.begin() + long(initial.size()), end);
+        const double score = rank_score(sums[size_t(j)], toks.size(), o.length_penalty);
+        if (j == 0 || score > best_score) { // the first of equals, as np.argmax
+            best_score    = score;
+            r.tokens      = std::move(toks);
+            r.sum_logprob = sums[size_t(j)];
+        }
+    }
+    return r;
+}
+
 
 WhisperDecodeResult beam(StepDecoder & decoder, const std::vector<int> & all_seqs, std::vector<float> first_logits,
                          const std::vector<int32_t> & initial, const WhisperVocab & v, const WhisperDecodeOptions & o,
@@ -309,10 +368,13 @@ WhisperDecodeResult whisper_decode(StepDecoder & decoder, const std::vector<int>
                                    const std::function<void(int32_t)> & on_token,
                                    std::vector<std::vector<float>> * raw_step_logits) {
     const WhisperLogitFilters filters(vocab, options, int(initial.size()));
-    WhisperDecodeResult r = options.beam_size > 0
+    if (options.temperature > 0.0f && !options.rng) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "sampling at temperature %g without a generator", double(options.temperature));
+    }
+    WhisperDecodeResult r = options.beam_size > 0 && options.temperature <= 0.0f
                                 ? beam(decoder, seqs, std::move(first_logits), initial, vocab, options, filters, between_steps)
-                                : greedy(decoder, seqs.at(0), std::move(first_logits), initial, vocab, options, filters,
-                                         between_steps, on_token, raw_step_logits);
+                                : sample(decoder, seqs, first_logits, initial, vocab, options, filters, between_steps, on_token,
+                                         raw_step_logits);
     r.avg_logprob = double(r.sum_logprob) / double(r.tokens.size() + 1);
     return r;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <vector>
 
 namespace transcribe {
@@ -29,7 +30,10 @@ struct WhisperDecodeOptions {
     int   max_initial_timestamp_index = 50; // round(max_initial_timestamp / 0.02); < 0: none
     bool  suppress_blank = true;
     bool  suppress_non_speech = true; // suppress_tokens "-1" (else: only the special tokens decode() always adds)
-    int   beam_size     = 0;     // 0: greedy
+    int   beam_size     = 0;     // 0: greedy (or sampling)
+    float temperature   = 0.0f;  // > 0: tokens drawn from softmax(logits / temperature) (beam_size ignored)
+    int   best_of       = 0;     // temperature > 0: this many samples, the most likely kept
+    std::mt19937_64 * rng = nullptr; // the draws' generator (temperature > 0)
     float patience      = 1.0f;
     float length_penalty = -1.0f; // < 0: None (rank by sum / length)
 };

@@ -41,7 +41,21 @@ WhisperLongFormResult whisper_long_form(int content_frames, const WhisperVocab &
         const double time_offset  = double(int64_t(seek) * o.hop_length) / double(o.sample_rate);
         const int    segment_size = std::min(o.window_frames, content_frames - seek);
         const std::vector<int32_t> prompt(r.all_tokens.begin() + long(prompt_reset_since), r.all_tokens.end());
-        const WhisperWindowResult w = decode(seek, segment_size, prompt);
+        // decode_with_fallback: the next temperature while the text is too repetitive or too unlikely
+        // (unless it is likely silence).
+        WhisperWindowResult w;
+        for (float t : o.temperatures) {
+            w = decode(seek, segment_size, prompt, t);
+            bool fallback = (!std::isnan(o.compression_ratio_threshold) && w.compression_ratio > o.compression_ratio_threshold) ||
+                            (!std::isnan(o.logprob_threshold) && w.avg_logprob < o.logprob_threshold);
+            if (!std::isnan(o.no_speech_threshold) && w.no_speech_prob > o.no_speech_threshold &&
+                !std::isnan(o.logprob_threshold) && w.avg_logprob < o.logprob_threshold) {
+                fallback = false;
+            }
+            if (!fallback) {
+                break;
+            }
+        }
         const std::vector<int32_t> & tokens = w.tokens;
         if (!std::isnan(o.no_speech_threshold)) {
             bool skip = w.no_speech_prob > o.no_speech_threshold;

@@ -2,8 +2,8 @@
 // windows from `seek`, each decoded with the previous segments' tokens as its prompt
 // (condition_on_previous_text), the no-speech skip, the cut of a window's tokens into segments at
 // consecutive timestamp tokens, and the next seek from where the last complete segment ended. The window
-// decode itself is the caller's (a family runs its encoder and decoder); the temperature is fixed (the
-// fallback over several temperatures is not run).
+// decode itself is the caller's (a family runs its encoder and decoder), at each temperature of the
+// fallback (decode_with_fallback) until one is neither too repetitive nor too unlikely.
 #pragma once
 
 #include "core/tokenizer.h"
@@ -42,6 +42,8 @@ struct WhisperLongFormOptions {
     bool  condition_on_previous_text = true;
     float no_speech_threshold = 0.6f;   // NaN: no skip
     float logprob_threshold   = -1.0f;  // NaN: none
+    float compression_ratio_threshold = 2.4f; // NaN: none
+    std::vector<float> temperatures {0.0f};   // tried in turn while the decode needs a fallback
     std::vector<int32_t> initial_prompt_tokens; // encode(" " + initial_prompt.strip())
     int   n_text_ctx = 448;
     int   window_frames = 3000; // N_FRAMES
@@ -57,9 +59,9 @@ struct WhisperLongFormResult {
 };
 
 // Decodes the window of SEGMENT_SIZE mel frames from SEEK (zero-padded to a full window by the callee)
-// after PROMPT (the previous text tokens; empty: none).
+// after PROMPT (the previous text tokens; empty: none) at TEMPERATURE.
 using WhisperWindowDecoder =
-    std::function<WhisperWindowResult(int seek, int segment_size, const std::vector<int32_t> & prompt)>;
+    std::function<WhisperWindowResult(int seek, int segment_size, const std::vector<int32_t> & prompt, float temperature)>;
 // Word timestamps: find_alignment of TEXT_TOKENS over the window just decoded (NUM_FRAMES of its frames
 // are audio).
 using WhisperWindowAligner =

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <strings.h>
 
 namespace transcribe {
@@ -310,7 +311,19 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
         req.translate = true;
     }
 
+    if (o.temperatures.empty() || o.best_of < 0 || o.best_of > kSequences) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "temperatures: at least one; best_of: 0 to %d (got %d)", kSequences, o.best_of);
+    }
+    for (float t : o.temperatures) {
+        if (!(t >= 0.0f && t <= 100.0f)) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "temperature %g: not from 0 to 100", double(t));
+        }
+    }
+    std::mt19937_64 rng(o.seed);
+    req.options.rng     = &rng;
+    req.options.best_of = o.best_of;
     WhisperLongFormOptions lf;
+    lf.temperatures               = o.temperatures;
     lf.condition_on_previous_text = o.condition_on_previous_text;
     lf.n_text_ctx                 = model_.dec_hp_.n_positions;
     lf.window_frames              = window;
@@ -327,20 +340,22 @@ Transcript WhisperSession::run(const float * pcm, size_t n_samples, const RunOpt
         };
     }
     const WhisperLongFormResult r = whisper_long_form(
-        mel.n_valid, model_.vocab_, model_.tokenizer(), lf, [&](int seek, int size, const std::vector<int32_t> & prompt) {
+        mel.n_valid, model_.vocab_, model_.tokenizer(), lf,
+        [&](int seek, int size, const std::vector<int32_t> & prompt, float temperature) {
             check_cancelled(o, "window");
             progress(o, float(seek) / float(std::max(1, mel.n_valid)));
             const std::vector<float> & w = window_at(seek, size);
             if (seek == 0) {
                 dump_f32("mel", w, {n_mels, window});
             }
-            req.prompt = prompt;
+            req.prompt              = prompt;
+            req.options.temperature = temperature;
             const WhisperDecodeOutcome d = decode(w, req);
             WhisperWindowResult wr;
             wr.tokens            = d.result.tokens;
             wr.avg_logprob       = d.result.avg_logprob;
             wr.no_speech_prob    = d.no_speech_prob;
-            wr.temperature       = 0.0f;
+            wr.temperature       = temperature;
             wr.compression_ratio = whisper_compression_ratio(d.text);
             return wr;
         }, aligner);

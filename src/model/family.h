@@ -47,6 +47,11 @@ struct RunOptions {
     // and whether each 30-second window's prompt holds the text before it (condition_on_previous_text).
     bool no_timestamps              = false;
     bool condition_on_previous_text = true;
+    // Whisper: the temperatures decode_with_fallback tries in turn (one: no fallback), best_of samples at
+    // each above 0 (0: one), and the seed of the generator they are drawn from.
+    std::vector<float> temperatures {0.0f};
+    int                best_of = 0;
+    uint64_t           seed    = 0;
     // The head to decode with (models whose info lists it); Default: the model's first.
     DecoderType decoder_type = DecoderType::Default;
     // Hotwords (models whose info says hotwords): phrases NeMo's phrase-boosting tree favours in greedy

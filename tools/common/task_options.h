@@ -23,6 +23,9 @@ struct TaskOptions {
     float       hotword_weight = 1.0f;
     std::string prompt;
     bool        no_timestamps = false, no_condition_on_previous_text = false;
+    std::vector<float> temperatures {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f}; // openai-whisper's CLI: 0, falling back by 0.2
+    int         best_of = 5;
+    uint64_t    seed    = 0;
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language,
@@ -49,6 +52,12 @@ struct TaskOptions {
                      "Whisper: decode without timestamp tokens (openai-whisper's without_timestamps)");
         app.add_flag("--no-condition-on-previous-text", no_condition_on_previous_text,
                      "Whisper: no window's prompt holds the text before it (condition_on_previous_text=False)");
+        app.add_option("--temperature", temperatures,
+                       "Whisper: the temperatures a window falls back to in turn when its text is too repetitive or "
+                       "unlikely (default 0,0.2,0.4,0.6,0.8,1; a single 0: no fallback)")
+            ->delimiter(',');
+        app.add_option("--best-of", best_of, "Whisper: samples drawn at each temperature above 0 (default 5)")->check(CLI::Range(1, 8));
+        app.add_option("--seed", seed, "Whisper: the seed of the sampling generator (default 0)");
     }
 
     // --hotwords as the C API takes it, one phrase a line: the file's lines where a file is at that path
@@ -82,6 +91,10 @@ struct TaskOptions {
         rp.beam_size       = beam;
         rp.no_timestamps   = no_timestamps;
         rp.no_condition_on_previous_text = no_condition_on_previous_text;
+        rp.temperatures   = temperatures.data();
+        rp.n_temperatures = int(temperatures.size());
+        rp.best_of        = best_of;
+        rp.seed           = seed;
         rp.no_punctuation  = no_pnc;
         decoder_type_from_name(decoder_type, &rp.decoder_type); // CLI11 let only the known names through
     }

@@ -70,7 +70,9 @@ class RunParams(ctypes.Structure):
                 ("target_language", c_char_p), ("no_punctuation", c_bool), ("timestamps", c_bool), ("beam_size", c_int),
                 ("diarizer", c_void_p), ("diarize_params", DiarizeParams), ("decoder_type", c_int),
                 ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p),
-                ("prompt", c_char_p), ("no_timestamps", c_bool), ("no_condition_on_previous_text", c_bool)]
+                ("prompt", c_char_p), ("no_timestamps", c_bool), ("no_condition_on_previous_text", c_bool),
+                ("temperatures", ctypes.POINTER(c_float)), ("n_temperatures", c_int), ("best_of", c_int),
+                ("seed", ctypes.c_uint64)]
 
 
 class Timings(ctypes.Structure):
