@@ -813,6 +813,14 @@ class WhisperServerTest(unittest.TestCase):
             code, _, body = post("/v1/audio/translations", language="en", target_language="de")
             self.assertEqual(code, 400, body)
             self.assertIn("English (en) only", json.loads(body)["error"]["message"])
+            # temperature: a fixed one samples (the segments say it); a list falls back; out of range: 400.
+            code, _, body = post("/v1/audio/transcriptions", language="en", temperature="0.5", response_format="verbose_json")
+            self.assertEqual(code, 200, body)
+            self.assertEqual({s["temperature"] for s in json.loads(body)["segments"]}, {0.5})
+            code, _, body = post("/v1/audio/transcriptions", language="en", temperature="0,0.4", response_format="verbose_json")
+            self.assertEqual({s["temperature"] for s in json.loads(body)["segments"]}, {0.4})  # random weights: unlikely at 0
+            code, _, body = post("/v1/audio/transcriptions", temperature="2")
+            self.assertEqual(code, 400, body)
             caps = json.loads(request(server.base, "/v1/models")[2])["data"][0]["capabilities"]
             self.assertTrue(caps["language_detection"])
             self.assertIn(detected, caps["languages"])  # detected: one of the model's codes

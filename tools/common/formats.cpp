@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace transcribe_tools {
 
@@ -118,6 +119,17 @@ std::vector<OutputSegment> word_cues(const Output & o) {
     return cues;
 }
 
+double shortest_decimal(float f) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, double(f));
+        if (std::strtof(buf, nullptr) == f) {
+            break;
+        }
+    }
+    return std::strtod(buf, nullptr);
+}
+
 Output output_from_result(const transcribe_result * r) {
     Output o;
     o.text = transcribe_result_text(r);
@@ -192,7 +204,7 @@ std::string render(const Output & o, Format format, const transcribe_timings * t
                 }
                 if (seg.has_decode) {
                     js["seek"]              = seg.decode.seek;
-                    js["temperature"]       = seg.decode.temperature;
+                    js["temperature"]       = shortest_decimal(seg.decode.temperature);
                     js["avg_logprob"]       = seg.decode.avg_logprob;
                     js["compression_ratio"] = seg.decode.compression_ratio;
                     js["no_speech_prob"]    = seg.decode.no_speech_prob;

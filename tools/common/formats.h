@@ -39,6 +39,10 @@ struct Output {
 
 Output output_from_result(const transcribe_result * result);
 
+// The double the shortest decimal of F reads as (a temperature of 0.4f is written 0.4, as openai-whisper
+// writes the Python float it was given).
+double shortest_decimal(float f);
+
 enum class Format { Txt, Json, Srt, Vtt };
 // Speaker-attributed output (a diarizer's speakers): JSON `speaker` ("speaker_<k>", NeMo's names) on every
 // segment and word; SRT "[Speaker k+1] " before a cue's text; VTT "<v Speaker k+1>"; txt a line per

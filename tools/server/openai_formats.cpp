@@ -34,7 +34,7 @@ json verbose_json(const Output & out, const std::string & task, const std::strin
                         {"tokens", s.tokens}, {"truncated", s.truncated}};
             if (s.has_decode) { // Whisper: its window's decode, as OpenAI's segments carry it
                 seg["seek"]              = s.decode.seek;
-                seg["temperature"]       = s.decode.temperature;
+                seg["temperature"]       = shortest_decimal(s.decode.temperature);
                 seg["avg_logprob"]       = s.decode.avg_logprob;
                 seg["compression_ratio"] = s.decode.compression_ratio;
                 seg["no_speech_prob"]    = s.decode.no_speech_prob;

@@ -45,6 +45,7 @@ struct RunRequest {
     bool        draft     = true;  // with the server's draft model, where it has one
     bool        timestamps = false; // words asked of a model that times them only when asked
     bool        no_timestamps = false; // Whisper: decoded without timestamp tokens
+    std::vector<float> temperatures {0.0f}; // Whisper: the fallback's sequence (one: none)
     int         beam_size = 0;
     bool        diarize   = false; // diarized_json: the server's diarizer attributes speakers
     transcribe_decoder_type decoder_type = TRANSCRIBE_DECODER_DEFAULT; // a hybrid Parakeet's head

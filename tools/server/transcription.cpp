@@ -29,6 +29,8 @@ transcribe_run_params run_params(const ServerState & st, const RunRequest & r) {
     rp.target_language = r.target_language.empty() ? nullptr : r.target_language.c_str();
     rp.timestamps     = r.timestamps;
     rp.no_timestamps  = r.no_timestamps;
+    rp.temperatures   = r.temperatures.data();
+    rp.n_temperatures = int(r.temperatures.size());
     rp.beam_size      = r.beam_size;
     rp.decoder_type   = r.decoder_type;
     rp.hotwords       = r.hotwords.empty() ? nullptr : r.hotwords.c_str();
@@ -383,6 +385,22 @@ TranscriptionRequest parse_transcription_request(const ServerState & st, const F
         throw RequestError(400, "without_timestamps must be true or false (got '" + no_ts + "')", "without_timestamps");
     }
     request.no_timestamps = no_ts == "true";
+    // OpenAI's temperature (Whisper): one value decodes at it alone; ours, a comma-separated list, is the
+    // sequence the fallback tries (OpenAI's 0 climbs on its own; here a fixed value stays, so results repeat).
+    request.temperatures.clear();
+    std::string list = form_field(form, "temperature", "0");
+    for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char * end = nullptr;
+        const float t = std::strtof(item.c_str(), &end);
+        if (item.empty() || *end != '\0' || !(t >= 0.0f && t <= 1.0f) || request.temperatures.size() >= 16) {
+            throw RequestError(400, "temperature must be a number from 0 to 1, or a comma-separated list of them (got '" +
+                                        list + "')", "temperature");
+        }
+        request.temperatures.push_back(t);
+        at = comma + 1;
+    }
 
     TranscriptionRequest out;
     ResponseShape & shape = out.shape;

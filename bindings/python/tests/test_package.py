@@ -152,6 +152,27 @@ def test_canary_aed_tasks_are_nemos(paths):
     model.close()
 
 
+def test_whisper_transcribes_as_openai_whisper(paths):
+    """Whisper (whisper-tiny, F32 cache) on the long clip with timestamps=True (word_timestamps=True):
+    openai/whisper's transcribe() segments, words and text; each segment's window decode; the language;
+    a seeded sampling run at one temperature gives the same result twice."""
+    fixture = paths["root"] / "tests" / "fixtures" / "whisper-tiny"
+    golden = json.loads((fixture / "golden" / "long_38s" / "transcribe.json").read_text())
+    model = transcribe.Model(paths["models"] / "whisper-tiny-f32.gguf", threads=2, kv_type="f32")
+    assert model.architecture == "whisper" and model.language_detection and model.translation
+    audio = fixture / "audio" / "long_38s.wav"
+    got = model.transcribe(audio, language="en", timestamps=True)
+    assert got.language == "en"
+    assert got.text == golden["text"].strip()
+    assert [(s.tokens, round(s.t0_ms / 1000, 2), round(s.t1_ms / 1000, 2)) for s in got.segments] == \
+        [(s["tokens"], round(s["start"], 2), round(s["end"], 2)) for s in golden["segments"]]
+    assert [w.word for w in got.words] == [w["word"].strip() for s in golden["segments"] for w in s["words"]]
+    assert [s.decode["seek"] for s in got.segments] == [s["seek"] for s in golden["segments"]]
+    sampled = [model.transcribe(audio, language="en", temperature=0.7, best_of=2, seed=3) for _ in range(2)]
+    assert sampled[0].tokens == sampled[1].tokens and sampled[0].segments[0].decode["temperature"] == pytest.approx(0.7)
+    model.close()
+
+
 def test_diarize_gives_the_cli_s_speakers(paths):
     """diarize= with the Sortformer fixture model: segments and words carry the CLI --diarize run's speakers
     (Parakeet: each word; Canary-Qwen: turn by turn); the timings count the diarizer."""

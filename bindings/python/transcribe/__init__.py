@@ -73,6 +73,7 @@ class Segment:
     truncated: bool = False
     words: list = field(default_factory=list)
     speaker: int = -1  # with diarize=: the diarizer's speaker index (0 speaks first)
+    decode: Optional[dict] = None  # Whisper: its window's seek, temperature, avg_logprob, compression_ratio, no_speech_prob
 
 
 @dataclass
@@ -83,6 +84,14 @@ class Result:
     tokens: list
     timings: dict
     truncated: bool = False
+    language: str = ""  # where the model tells it (Whisper: given or detected)
+
+
+def _decode_of(r, i: int) -> Optional[dict]:
+    d = N.SegmentDecode()
+    if N.segment_decode(r, i, ctypes.byref(d)) != N.OK:
+        return None
+    return {name: getattr(d, name) for name, _ in N.SegmentDecode._fields_}
 
 
 def _words(r, segment: int) -> list:
@@ -98,12 +107,12 @@ def _result(r, timings: N.Timings) -> Result:
         return [p[i] for i in range(n)]
     segments = [Segment(N.segment_t0(r, i), N.segment_t1(r, i), N.segment_text(r, i).decode("utf-8", "replace"),
                         ids(N.segment_tokens(r, i), N.segment_n_tokens(r, i)), bool(N.segment_truncated(r, i)),
-                        _words(r, i), N.segment_speaker(r, i))
+                        _words(r, i), N.segment_speaker(r, i), _decode_of(r, i))
                 for i in range(N.result_n_segments(r))]
     return Result(text=N.result_text(r).decode("utf-8", "replace"), segments=segments, words=_words(r, -1),
                   tokens=ids(N.result_tokens(r), N.result_n_tokens(r)),
                   timings={name: getattr(timings, name) for name, _ in N.Timings._fields_},
-                  truncated=bool(N.result_truncated(r)))
+                  truncated=bool(N.result_truncated(r)), language=N.result_language(r).decode())
 
 
 class Model:
@@ -140,6 +149,7 @@ class Model:
         self.ctc_head = bool(info.ctc_head)
         self.hotwords = bool(info.hotwords)  # transcribe(hotwords=...) boosts its decoding
         self.text_prompt = bool(info.text_prompt)  # transcribe(prompt=...) is read as context
+        self.language_detection = bool(info.language_detection)  # transcribe(language="auto") detects it (Whisper)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -194,7 +204,9 @@ class Model:
                    diarize_postprocessing: Optional[Union[str, Path]] = None,
                    decoder_type: Optional[str] = None, hotwords: Optional[Union[str, Sequence[str]]] = None,
                    hotword_weight: float = 1.0, align_with: Optional[Union[str, Path, "Model"]] = None,
-                   prompt: Optional[str] = None) -> Result:
+                   prompt: Optional[str] = None, no_timestamps: bool = False,
+                   condition_on_previous_text: bool = True, temperature: Union[float, Sequence[float]] = 0.0,
+                   best_of: int = 0, seed: int = 0) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -212,7 +224,11 @@ class Model:
         boosting_tree_alpha). align_with: a model with a CTC head (Parakeet CTC or a hybrid; a GGUF path,
         loaded once, or an open Model) that gives the transcript's words and segments their times as NeMo
         Forced Aligner does, for any model. prompt: context (models whose .text_prompt is true: Canary-Qwen),
-        text its chat prompt carries before the instruction, as OpenAI's prompt."""
+        text its chat prompt carries before the instruction, as OpenAI's prompt; Whisper's initial_prompt.
+        Whisper (openai-whisper's transcribe() arguments): language None or "auto" detects it; timestamps=True
+        is word_timestamps=True; no_timestamps decodes without timestamp tokens; condition_on_previous_text;
+        temperature: one (no fallback) or the sequence the fallback tries, sampling above 0 with best_of
+        samples from a generator seeded with seed."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -239,6 +255,14 @@ class Model:
                 rp.hotwords = "\n".join(p.replace("\n", " ") for p in phrases).encode()
             rp.hotword_weight = float(hotword_weight)
             rp.prompt = prompt.encode() if prompt else None
+            rp.no_timestamps = bool(no_timestamps)
+            rp.no_condition_on_previous_text = not condition_on_previous_text
+            temps = [float(temperature)] if isinstance(temperature, (int, float)) else [float(t) for t in temperature]
+            temps_array = (ctypes.c_float * len(temps))(*temps)  # kept alive until the run returns
+            rp.temperatures = ctypes.cast(temps_array, ctypes.POINTER(ctypes.c_float))
+            rp.n_temperatures = len(temps)
+            rp.best_of = int(best_of)
+            rp.seed = int(seed)
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

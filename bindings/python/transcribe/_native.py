@@ -156,4 +156,13 @@ diarize_params_from_yaml = _fn("transcribe_diarize_params_from_yaml", c_int, c_c
 diarizer_load = _fn("transcribe_diarizer_load", c_int, c_char_p, c_int, P(c_void_p))
 diarizer_free = _fn("transcribe_diarizer_free", None, c_void_p)
 segment_speaker = _fn("transcribe_result_segment_speaker", c_int, c_void_p, c_int)
+result_language = _fn("transcribe_result_language", c_char_p, c_void_p)
+
+
+class SegmentDecode(ctypes.Structure):
+    _fields_ = [("seek", c_int), ("temperature", c_float), ("avg_logprob", c_double), ("compression_ratio", c_double),
+                ("no_speech_prob", c_float)]
+
+
+segment_decode = _fn("transcribe_result_segment_decode", c_int, c_void_p, c_int, ctypes.POINTER(SegmentDecode))
 session_get_timings = _fn("transcribe_session_get_timings", c_int, c_void_p, P(Timings))
