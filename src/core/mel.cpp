@@ -93,8 +93,48 @@ MelFrontend::MelFrontend(MelConfig config) : cfg_(std::move(config)), plan_(std:
 
 MelFrontend::~MelFrontend() = default;
 
-MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads) const {
+// Frames [0, N_FRAMES): the windowed samples SAMPLE(frame start + j), their power spectrum, and each
+// filter's sum over it to STORE(filter, frame, sum), the frames shared among up to N_THREADS workers.
+template <typename Sample, typename Store>
+void MelFrontend::filterbank_frames(int n_frames, int n_threads, const Sample & sample, const Store & store) const {
     const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_bins = n_fft / 2 + 1, n_mels = cfg_.n_mels;
+    auto worker = [&](int t0, int t1) {
+        std::vector<double> power(static_cast<size_t>(n_bins));
+        double *       in    = fftw_alloc_real(size_t(n_fft));
+        fftw_complex * spec  = fftw_alloc_complex(size_t(n_bins));
+        if (!in || !spec) {
+            fftw_free(in);
+            fftw_free(spec);
+            throw std::bad_alloc();
+        }
+        for (int t = t0; t < t1; ++t) {
+            const int64_t start = int64_t(t) * hop;
+            for (int j = 0; j < n_fft; ++j) {
+                in[j] = sample(start + j) * window_padded_[size_t(j)];
+            }
+            fftw_execute_dft_r2c(plan_->plan, in, spec);
+            for (int k = 0; k < n_bins; ++k) {
+                power[size_t(k)] = spec[k][0] * spec[k][0] + spec[k][1] * spec[k][1];
+            }
+            for (int m = 0; m < n_mels; ++m) {
+                const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
+                const auto [begin, end] = filter_support_[size_t(m)];
+                double acc = 0.0;
+                for (int k = begin; k < end; ++k) {
+                    acc += double(fb[k]) * power[size_t(k)];
+                }
+                store(m, t, acc);
+            }
+        }
+        fftw_free(in);
+        fftw_free(spec);
+    };
+    const int n_workers = std::max(1, std::min(n_threads, n_frames / 64 + 1));
+    parallel_for(n_workers, [&](int w) { worker(n_frames * w / n_workers, n_frames * (w + 1) / n_workers); });
+}
+
+MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads) const {
+    const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_mels = cfg_.n_mels;
     if (n < size_t(hop)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio too short: %zu samples, need at least %d", n, hop);
     }
@@ -124,39 +164,9 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     reserve_huge(out.data, size_t(n_mels) * size_t(n_frames));
     out.data.resize(size_t(n_mels) * size_t(n_frames));
     float * logmel = out.data.data();
-    auto worker = [&](int t0, int t1) {
-        std::vector<double> power(static_cast<size_t>(n_bins));
-        double *       in    = fftw_alloc_real(size_t(n_fft));
-        fftw_complex * spec  = fftw_alloc_complex(size_t(n_bins));
-        if (!in || !spec) {
-            fftw_free(in);
-            fftw_free(spec);
-            throw std::bad_alloc();
-        }
-        for (int t = t0; t < t1; ++t) {
-            const int64_t start = int64_t(t) * hop;
-            for (int j = 0; j < n_fft; ++j) {
-                in[j] = emphasised(start + j) * window_padded_[size_t(j)];
-            }
-            fftw_execute_dft_r2c(plan_->plan, in, spec);
-            for (int k = 0; k < n_bins; ++k) {
-                power[size_t(k)] = spec[k][0] * spec[k][0] + spec[k][1] * spec[k][1];
-            }
-            for (int m = 0; m < n_mels; ++m) {
-                const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
-                const auto [begin, end] = filter_support_[size_t(m)];
-                double acc = 0.0;
-                for (int k = begin; k < end; ++k) {
-                    acc += double(fb[k]) * power[size_t(k)];
-                }
-                logmel[size_t(m) * size_t(n_frames) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));
-            }
-        }
-        fftw_free(in);
-        fftw_free(spec);
-    };
-    const int n_workers = std::max(1, std::min(n_threads, n_frames / 64 + 1));
-    parallel_for(n_workers, [&](int w) { worker(n_frames * w / n_workers, n_frames * (w + 1) / n_workers); });
+    filterbank_frames(n_frames, n_threads, emphasised, [&](int m, int t, double acc) {
+        logmel[size_t(m) * size_t(n_frames) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));
+    });
 
     // Per-feature normalisation over the valid frames (unbiased std), in place; the rest zeroed.
     const int L = out.n_valid;
@@ -184,7 +194,7 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
 }
 
 MelFeatures MelFrontend::compute_whisper(const float * samples, size_t n, int n_threads) const {
-    const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_bins = n_fft / 2 + 1, n_mels = cfg_.n_mels;
+    const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_mels = cfg_.n_mels;
     // The signal log_mel_spectrogram sees: the audio, then pad zeros; torch.stft's centring reflects it.
     const int64_t n_audio = int64_t(n), n_signal = n_audio + cfg_.whisper_pad_samples, half = n_fft / 2;
     auto sample = [&](int64_t i) { // sample i of the reflect-padded signal
@@ -201,38 +211,9 @@ MelFeatures MelFrontend::compute_whisper(const float * samples, size_t n, int n_
     const int64_t n_total = n_signal / hop;
     const int     n_live  = int(std::min<int64_t>(n_total, (n_audio + half) / hop + 1));
     std::vector<float> logmel(size_t(n_mels) * size_t(n_live));
-    auto worker = [&](int t0, int t1) {
-        std::vector<double> power(static_cast<size_t>(n_bins));
-        double *       in   = fftw_alloc_real(size_t(n_fft));
-        fftw_complex * spec = fftw_alloc_complex(size_t(n_bins));
-        if (!in || !spec) {
-            fftw_free(in);
-            fftw_free(spec);
-            throw std::bad_alloc();
-        }
-        for (int t = t0; t < t1; ++t) {
-            for (int j = 0; j < n_fft; ++j) {
-                in[j] = sample(int64_t(t) * hop + j) * window_padded_[size_t(j)];
-            }
-            fftw_execute_dft_r2c(plan_->plan, in, spec);
-            for (int k = 0; k < n_bins; ++k) {
-                power[size_t(k)] = spec[k][0] * spec[k][0] + spec[k][1] * spec[k][1];
-            }
-            for (int m = 0; m < n_mels; ++m) {
-                const float * fb = cfg_.filterbank.data() + size_t(m) * size_t(n_bins);
-                const auto [begin, end] = filter_support_[size_t(m)];
-                double acc = 0.0;
-                for (int k = begin; k < end; ++k) {
-                    acc += double(fb[k]) * power[size_t(k)];
-                }
-                logmel[size_t(m) * size_t(n_live) + size_t(t)] = float(std::log10(std::max(acc, double(cfg_.log_guard))));
-            }
-        }
-        fftw_free(in);
-        fftw_free(spec);
-    };
-    const int n_workers = std::max(1, std::min(n_threads, n_live / 64 + 1));
-    parallel_for(n_workers, [&](int w) { worker(n_live * w / n_workers, n_live * (w + 1) / n_workers); });
+    filterbank_frames(n_live, n_threads, sample, [&](int m, int t, double acc) {
+        logmel[size_t(m) * size_t(n_live) + size_t(t)] = float(std::log10(std::max(acc, double(cfg_.log_guard))));
+    });
 
     float top = n_total > n_live ? float(std::log10(double(cfg_.log_guard))) : -INFINITY;
     for (float v : logmel) {

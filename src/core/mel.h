@@ -52,6 +52,8 @@ public:
 
 private:
     MelFeatures compute_whisper(const float * samples, size_t n, int n_threads) const;
+    template <typename Sample, typename Store>
+    void filterbank_frames(int n_frames, int n_threads, const Sample & sample, const Store & store) const;
 
     struct FftPlan;
     MelConfig cfg_;
