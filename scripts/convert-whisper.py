@@ -3,8 +3,11 @@
 (architecture whisper).
 
 PATH is what `whisper.load_model` reads: a `torch.save`d dict {"dims", "model_state_dict"} (read with a
-restricted unpickler, no torch). Its tokenizer is whisper's `multilingual.tiktoken` (or `gpt2.tiktoken` for
-the .en models) beside the checkpoint or given with --tokenizer. The mel filterbank is librosa's Slaney
+restricted unpickler, no torch), its tokenizer whisper's `multilingual.tiktoken` (or `gpt2.tiktoken` for
+the .en models) beside the checkpoint or given with --tokenizer; or a Hugging Face folder (config.json,
+model.safetensors, vocab.json, added_tokens.json, generation_config.json with its alignment_heads), read
+with transformers' names mapped back to openai/whisper's: both layouts of the same weights give the same
+GGUF tensors. The mel filterbank is librosa's Slaney
 filterbank, which whisper ships as `mel_filters.npz`; it is computed here the same way (or read from
 --mel-filters).
 
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert_common import FILE_TYPE, OUTTYPES, ConvertError, Plan, gguf, run_converter
+from convert_common import FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, gguf, run_converter
 
 ARCH = "whisper"
 LAYER_NORM_EPS = 1e-5
@@ -195,13 +198,87 @@ def hann_periodic() -> np.ndarray:
 
 def read_dims(ckpt, where: str) -> dict:
     dims = ckpt.meta.get("dims")
-    if not isinstance(dims, dict) or any(k not in dims for k in DIM_KEYS):
+    if not isinstance(dims, dict) or any(dims.get(k) is None for k in DIM_KEYS):
         raise ConvertError(f"{where}: no 'dims' with {', '.join(DIM_KEYS)}: not an OpenAI Whisper checkpoint "
                            "(what whisper.load_model reads)")
     d = {k: int(dims[k]) for k in DIM_KEYS}
     if d["n_audio_state"] % d["n_audio_head"] or d["n_text_state"] % d["n_text_head"] or d["n_vocab"] < 51864:
         raise ConvertError(f"{where}: inconsistent Whisper dims {d}")
     return d
+
+
+# ----------------------------------------------------------------------------- Hugging Face layout
+
+HF_DIMS = {"n_mels": "num_mel_bins", "n_audio_ctx": "max_source_positions", "n_audio_state": "d_model",
+           "n_audio_head": "encoder_attention_heads", "n_audio_layer": "encoder_layers", "n_vocab": "vocab_size",
+           "n_text_ctx": "max_target_positions", "n_text_state": "d_model", "n_text_head": "decoder_attention_heads",
+           "n_text_layer": "decoder_layers"}
+# openai/whisper's module names -> transformers' (models/whisper/convert_openai_to_hf.py, read backwards).
+HF_PARTS = [(".attn_ln.", ".self_attn_layer_norm."), (".cross_attn_ln.", ".encoder_attn_layer_norm."),
+            (".cross_attn.", ".encoder_attn."), (".attn.", ".self_attn."), (".query.", ".q_proj."),
+            (".key.", ".k_proj."), (".value.", ".v_proj."), (".out.", ".out_proj."), (".mlp.0.", ".fc1."),
+            (".mlp.2.", ".fc2."), (".mlp_ln.", ".final_layer_norm."), (".blocks.", ".layers.")]
+HF_WHOLE = {"encoder.positional_embedding": "model.encoder.embed_positions.weight",
+            "decoder.positional_embedding": "model.decoder.embed_positions.weight",
+            "decoder.token_embedding.weight": "model.decoder.embed_tokens.weight",
+            "encoder.ln_post.weight": "model.encoder.layer_norm.weight", "encoder.ln_post.bias": "model.encoder.layer_norm.bias",
+            "decoder.ln.weight": "model.decoder.layer_norm.weight", "decoder.ln.bias": "model.decoder.layer_norm.bias"}
+
+
+def hf_name(name: str) -> str:
+    if name in HF_WHOLE:
+        return HF_WHOLE[name]
+    for ours, theirs in HF_PARTS:
+        name = name.replace(ours, theirs)
+    return "model." + name
+
+
+class HFCheckpoint:
+    """A Hugging Face Whisper folder, its tensors under openai/whisper's names."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.st = SafeTensors(folder / "model.safetensors")
+        self.config = read_json(folder / "config.json")
+        self.meta = {"dims": {k: self.config.get(v) for k, v in HF_DIMS.items()}}
+
+    def has(self, name: str) -> bool:
+        return self.st.has(hf_name(name))
+
+    def shape(self, name: str) -> tuple:
+        return self.st.shape(hf_name(name))
+
+    def raw(self, name: str):
+        return self.st.raw(hf_name(name))
+
+
+def read_json(path: Path):
+    import json
+    if not path.is_file():
+        raise ConvertError(f"{path.name} not found in {path.parent} (a Hugging Face Whisper folder has config.json, "
+                           "model.safetensors, vocab.json, added_tokens.json, generation_config.json)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ConvertError(f"{path}: not JSON ({exc})")
+
+
+def hf_ranks(folder: Path, n_ranks_expected: int) -> list:
+    """vocab.json's byte-level tokens below the specials, as the bytes tiktoken ranks."""
+    vocab = read_json(folder / "vocab.json")
+    from_char = {c: b for b, c in bytes_to_unicode().items()}
+    tokens = [None] * n_ranks_expected
+    for text, i in vocab.items():
+        if 0 <= i < n_ranks_expected:
+            try:
+                tokens[i] = bytes(from_char[c] for c in text)
+            except KeyError:
+                raise ConvertError(f"{folder / 'vocab.json'}: token {i} is not byte-level ({text!r})")
+    missing = [i for i, t in enumerate(tokens) if t is None]
+    if missing:
+        raise ConvertError(f"{folder / 'vocab.json'}: {len(missing)} of the first {n_ranks_expected} ids are missing "
+                           f"(first {missing[0]})")
+    return tokens
 
 
 def alignment_heads(d: dict, model_name: str) -> tuple:
@@ -269,23 +346,31 @@ def build_plan(src, d: dict, outtype: str) -> Plan:
 def convert(args) -> None:
     from nemo_archive import TorchCheckpoint  # imports convert_common
     path = Path(args.checkpoint)
-    if path.is_dir():
-        raise ConvertError(f"{path} is a folder: give OpenAI's checkpoint file (model.pt, what whisper.load_model reads)")
-    if not path.is_file():
+    if not path.exists():
         raise ConvertError(f"checkpoint not found: {path}")
-    src = TorchCheckpoint(path.read_bytes(), str(path))
-    d = read_dims(src, str(path))
+    hf = path.is_dir()
+    src = HFCheckpoint(path) if hf else TorchCheckpoint(path.read_bytes(), str(path))
+    d = read_dims(src, str(path / "config.json") if hf else str(path))
     multilingual = d["n_vocab"] >= 51865
     num_languages = d["n_vocab"] - 51765 - int(multilingual)
     if num_languages > len(LANGUAGE_CODES):
         raise ConvertError(f"{path}: {num_languages} languages, more than whisper knows ({len(LANGUAGE_CODES)})")
-    tok_path = Path(args.tokenizer) if args.tokenizer else path.parent / (
-        "multilingual.tiktoken" if multilingual else "gpt2.tiktoken")
-    ranks = read_ranks(tok_path)
+    n_specials = len(special_tokens(0, num_languages))
+    if hf:
+        tok_path = path / "vocab.json"
+        ranks = hf_ranks(path, d["n_vocab"] - n_specials)
+        added = read_json(path / "added_tokens.json")
+        for name, i in added.items():
+            if name in special_tokens(0, num_languages) and i != d["n_vocab"] - n_specials + special_tokens(0, num_languages).index(name):
+                raise ConvertError(f"{path / 'added_tokens.json'}: {name} is id {i}, not where whisper puts it")
+    else:
+        tok_path = Path(args.tokenizer) if args.tokenizer else path.parent / (
+            "multilingual.tiktoken" if multilingual else "gpt2.tiktoken")
+        ranks = read_ranks(tok_path)
     specials = special_tokens(len(ranks), num_languages)
     if len(ranks) + len(specials) != d["n_vocab"]:
         raise ConvertError(f"{tok_path}: {len(ranks)} tokens + {len(specials)} specials != the model's vocabulary "
-                           f"of {d['n_vocab']} (the wrong .tiktoken for this model?)")
+                           f"of {d['n_vocab']} (the wrong tokenizer for this model?)")
     if args.mel_filters:
         filters = np.load(args.mel_filters)[f"mel_{d['n_mels']}"].astype(np.float32)
     else:
@@ -300,12 +385,15 @@ def convert(args) -> None:
     ids = {name: first + i for i, name in enumerate(specials[:2])}
     at = {t: first + i for i, t in enumerate(specials)}
     heads, heads_from = alignment_heads(d, args.model_name)
+    if hf and (path / "generation_config.json").is_file() and "alignment_heads" in read_json(path / "generation_config.json"):
+        heads = [[int(l), int(h)] for l, h in read_json(path / "generation_config.json")["alignment_heads"]]
+        heads_from = "the folder's generation_config.json"
     u = bytes_to_unicode()
 
     out = Path(args.outfile)
     out.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(str(out), ARCH)
-    w.add_name(args.name or path.stem)
+    w.add_name(args.name or path.name if hf else args.name or path.stem)
     w.add_file_type(FILE_TYPE[args.outtype])
     w.add_uint32("mel.sample_rate", SAMPLE_RATE)
     w.add_uint32("mel.n_fft", N_FFT)
@@ -354,7 +442,8 @@ def convert(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", required=True, help="OpenAI's checkpoint (model.pt: {dims, model_state_dict})")
+    ap.add_argument("--checkpoint", required=True,
+                    help="OpenAI's checkpoint (model.pt: {dims, model_state_dict}) or a Hugging Face Whisper folder")
     ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
     ap.add_argument("--outtype", choices=OUTTYPES, default="f16")
     ap.add_argument("--tokenizer", default="", help="the .tiktoken file (default: multilingual.tiktoken or "

@@ -1,11 +1,13 @@
 """What every transcribe converter shares: gguf-py from the fetched llama.cpp tree, the storage policy
 (F32 for small and precision-critical tensors, --outtype for matrices), a lazily produced tensor plan
-written one tensor at a time, NeMo's mel front end and FastConformer encoder (tensor names and GGUF
+written one tensor at a time, a safetensors reader, NeMo's mel front end and FastConformer encoder (tensor names and GGUF
 keys the C++ FastConformer block reads), and the command-line error convention."""
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import sys
 from pathlib import Path
 from typing import Callable, Protocol
@@ -118,6 +120,60 @@ class Plan:
             w.write_tensor_data(arr)
             del arr
         w.close()
+
+
+# ----------------------------------------------------------------------------- safetensors
+
+class SafeTensors:
+    """A .safetensors file: header parsed up front, each tensor read on demand."""
+
+    DTYPES = {"BF16": (np.uint16, 2), "F16": (np.float16, 2), "F32": (np.float32, 4), "I64": (np.int64, 8)}
+
+    def __init__(self, path: Path):
+        if not path.is_file():
+            raise ConvertError(f"checkpoint file not found: {path}")
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) != 8:
+                raise ConvertError(f"{path}: not a safetensors file (too short)")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8 or n > 100 * 1024 * 1024:
+                raise ConvertError(f"{path}: not a safetensors file (header length {n})")
+            try:
+                self.header = json.loads(f.read(n))
+            except json.JSONDecodeError as exc:
+                raise ConvertError(f"{path}: corrupt safetensors header: {exc}") from None
+        self.header.pop("__metadata__", None)
+        self.data_start = 8 + n
+        self.size = size
+        self.path = path
+
+    def has(self, name: str) -> bool:
+        return name in self.header
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.header[name]["shape"])
+
+    def raw(self, name: str) -> tuple[np.ndarray, str]:
+        """(array in the stored dtype, dtype name); BF16 comes back as uint16 bit patterns."""
+        info = self.header[name]
+        dt = info["dtype"]
+        if dt not in self.DTYPES:
+            raise ConvertError(f"{self.path}: tensor {name} has unsupported dtype {dt}")
+        np_dt, width = self.DTYPES[dt]
+        b, e = info["data_offsets"]
+        count = int(np.prod(info["shape"])) if info["shape"] else 1
+        if e - b != count * width:
+            raise ConvertError(f"{self.path}: tensor {name} has {e - b} bytes, expected {count * width}")
+        if self.data_start + e > self.size:
+            raise ConvertError(f"{self.path}: tensor {name} lies past the end of the file (truncated?)")
+        # Plain reads rather than a memory map: only the tensor being converted is ever resident.
+        arr = np.fromfile(self.path, dtype=np_dt, count=count, offset=self.data_start + b)
+        return arr.reshape(info["shape"]), dt
+
+    def f32(self, name: str) -> np.ndarray:
+        return as_f32(*self.raw(name))
 
 
 # ----------------------------------------------------------------------------- NeMo front end + encoder

@@ -616,3 +616,104 @@ class SortformerConverter(NemoConverterCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+WHISPER_CONVERTER = ROOT / "scripts" / "convert-whisper.py"
+WHISPER_FIXTURE = ROOT / "tests" / "fixtures" / "whisper-tiny"
+# transformers' WhisperForConditionalGeneration names for openai/whisper's (models/whisper/convert_openai_to_hf.py).
+HF_RENAMES = [("encoder.positional_embedding", "encoder.embed_positions.weight"),
+              ("decoder.positional_embedding", "decoder.embed_positions.weight"),
+              ("decoder.token_embedding", "decoder.embed_tokens"), ("encoder.ln_post", "encoder.layer_norm"),
+              ("decoder.ln.", "decoder.layer_norm."), (".blocks.", ".layers."), (".cross_attn_ln", ".encoder_attn_layer_norm"),
+              (".cross_attn.", ".encoder_attn."), (".attn_ln", ".self_attn_layer_norm"), (".attn.", ".self_attn."),
+              (".query", ".q_proj"), (".key", ".k_proj"), (".value", ".v_proj"), (".out.", ".out_proj."),
+              (".mlp.0", ".fc1"), (".mlp.2", ".fc2"), (".mlp_ln", ".final_layer_norm")]
+
+
+def write_hf_whisper(folder: Path):
+    """The whisper-tiny fixture's weights and tokenizer in transformers' layout: model.safetensors under
+    transformers' names, config.json, vocab.json (GPT-2's byte-level strings), added_tokens.json and
+    generation_config.json with the fixture's alignment heads."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from nemo_archive import TorchCheckpoint  # the reader the converter uses for model.pt
+    src = TorchCheckpoint((WHISPER_FIXTURE / "model.pt").read_bytes(), "model.pt")
+    dims = src.meta["dims"]
+    header, blobs, offset = {}, [], 0
+    for name in sorted(src.tensors):
+        arr, _ = src.raw(name)
+        hf = name
+        for ours, theirs in HF_RENAMES:
+            hf = hf.replace(ours, theirs)
+        data = np.ascontiguousarray(arr).tobytes()
+        header["model." + hf] = {"dtype": "F16", "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    head = json.dumps(header).encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+    (folder / "config.json").write_text(json.dumps({
+        "num_mel_bins": dims["n_mels"], "max_source_positions": dims["n_audio_ctx"], "d_model": dims["n_audio_state"],
+        "encoder_attention_heads": dims["n_audio_head"], "encoder_layers": dims["n_audio_layer"],
+        "vocab_size": dims["n_vocab"], "max_target_positions": dims["n_text_ctx"],
+        "decoder_attention_heads": dims["n_text_head"], "decoder_layers": dims["n_text_layer"]}))
+    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+    char, n = {}, 0
+    for b in range(256):
+        char[b] = chr(b) if b in printable else chr(256 + n)
+        n += b not in printable
+    import base64
+    lines = [l.split() for l in (WHISPER_FIXTURE / "multilingual.tiktoken").read_text().splitlines() if l]
+    (folder / "vocab.json").write_text(json.dumps({"".join(char[b] for b in base64.b64decode(t)): int(r) for t, r in lines}))
+    specials = ["<|endoftext|>", "<|startoftranscript|>"] + [f"<|{c}|>" for c in json.loads(
+        (WHISPER_FIXTURE / "MANIFEST.json").read_text())["tokenizer"]["language_codes"]] + [
+        "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"]
+    (folder / "added_tokens.json").write_text(json.dumps({t: len(lines) + i for i, t in enumerate(specials)}))
+    (folder / "generation_config.json").write_text(json.dumps({"alignment_heads": [[1, 0], [1, 1]]}))
+
+
+def gguf_contents(path: Path):
+    r = gguf.GGUFReader(str(path))
+    fields = {k: (f.types, [bytes(p) for p in f.parts]) for k, f in r.fields.items() if k != "general.name"}
+    tensors = {t.name: (t.tensor_type, tuple(t.shape), bytes(t.data)) for t in r.tensors}
+    return fields, tensors
+
+
+class WhisperConverter(unittest.TestCase):
+    def test_both_layouts_give_the_same_gguf(self):
+        """OpenAI's model.pt + multilingual.tiktoken and the same weights in transformers' layout give the
+        same tensors and metadata (alignment heads: whisper's default for the file, generation_config's
+        for the folder, the same heads here)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            write_hf_whisper(tmp / "hf")
+            outs = []
+            for src in (WHISPER_FIXTURE / "model.pt", tmp / "hf"):
+                out = tmp / (src.name + ".gguf")
+                r = subprocess.run([sys.executable, str(WHISPER_CONVERTER), "--checkpoint", str(src), "-o", str(out),
+                                    "--outtype", "f16"], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                outs.append(gguf_contents(out))
+            self.assertEqual(outs[0][1].keys(), outs[1][1].keys())
+            for name in outs[0][1]:
+                self.assertEqual(outs[0][1][name], outs[1][1][name], name)
+            self.assertEqual(outs[0][0], outs[1][0])
+
+    def test_bad_inputs_name_what_is_missing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            write_hf_whisper(tmp / "hf")
+            (tmp / "hf" / "vocab.json").unlink()
+            cases = [(tmp / "hf", "vocab.json not found"),
+                     (ROOT / "tests" / "fixtures" / "canary-aed-tiny" / "model.nemo", "not an OpenAI Whisper checkpoint"),
+                     (tmp / "nothing.pt", "checkpoint not found")]
+            for src, says in cases:
+                r = subprocess.run([sys.executable, str(WHISPER_CONVERTER), "--checkpoint", str(src), "-o", str(tmp / "o.gguf")],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 1, src)
+                self.assertIn(says, r.stderr, src)
+                self.assertFalse((tmp / "o.gguf").exists())
+            shutil.copy(WHISPER_FIXTURE / "model.pt", tmp / "model.pt")  # no tokenizer beside it
+            r = subprocess.run([sys.executable, str(WHISPER_CONVERTER), "--checkpoint", str(tmp / "model.pt"), "-o",
+                                str(tmp / "o.gguf")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("multilingual.tiktoken", r.stderr)
