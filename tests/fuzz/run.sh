@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (part of the sanitizer build, preset "asan": one clang build serves the
-# suite and the fuzzers), makes the seed corpora, replays the checked-in regression inputs, then fuzzes
-# each target for a bounded time.
+# Builds the libFuzzer targets (preset "fuzz"), makes the seed corpora, replays the checked-in
+# regression inputs, then fuzzes each target for a bounded time.
 #   usage: tests/fuzz/run.sh [SECONDS_PER_TARGET=60] [TARGETS="model_load audio tokenizer server"]
 # FUZZ_RUNS=N also stops each target after N executions (the long run: FUZZ_RUNS=1000000 ... 2400).
 set -euo pipefail
@@ -9,9 +8,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 secs="${1:-60}"
 targets="${2:-model_load audio tokenizer server}"
-build="$root/build-asan"
+build="$root/build-fuzz"
 rm -f "$build"/crash-* 2>/dev/null || true
-[ -f "$build/CMakeCache.txt" ] || cmake --preset asan >/dev/null
+cmake --preset fuzz >/dev/null
 cmake --build "$build" --target fuzz_model_load fuzz_audio fuzz_tokenizer fuzz_server make_test_audio_fuzz -j"$(nproc)" >/dev/null
 seeds="$build/fuzz-seeds"
 /usr/bin/python3 tests/fuzz/make_seeds.py "$seeds" tests/fixtures/canary-qwen-tiny \
