@@ -40,6 +40,15 @@ std::vector<float> log_softmax(const std::vector<float> & logits) {
     return out;
 }
 
+float log_softmax_at(const std::vector<float> & logits, int32_t id) {
+    const float top = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float x : logits) {
+        sum += std::exp(double(x - top));
+    }
+    return (logits[size_t(id)] - top) - float(std::log(sum));
+}
+
 BeamSearchResult beam_search(StepDecoder & decoder, const std::vector<int> & seqs, const std::vector<float> & first_logits,
                              const BeamSearchConfig & c, const std::function<void()> & between_steps) {
     const int K = c.beam_size;

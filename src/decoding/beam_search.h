@@ -42,5 +42,7 @@ BeamSearchResult beam_search(StepDecoder & decoder, const std::vector<int> & seq
 
 // log_softmax of LOGITS in float, as torch computes it (max subtracted, the sum's log).
 std::vector<float> log_softmax(const std::vector<float> & logits);
+// log_softmax(LOGITS)[ID], the same bits, without the vector.
+float log_softmax_at(const std::vector<float> & logits, int32_t id);
 
 } // namespace transcribe

@@ -104,13 +104,13 @@ void WhisperLogitFilters::apply(std::vector<float> & logits, const std::vector<i
     }
 }
 
-float softmax_at(const std::vector<float> & logits, int32_t id) {
-    const float top = *std::max_element(logits.begin(), logits.end());
+float softmax_at(const float * row, int n, int32_t id) {
+    const float top = *std::max_element(row, row + n);
     double sum = 0.0;
-    for (float x : logits) {
-        sum += std::exp(double(x - top));
+    for (int i = 0; i < n; ++i) {
+        sum += std::exp(double(row[i] - top));
     }
-    return float(std::exp(double(logits[size_t(id)] - top)) / sum);
+    return float(std::exp(double(row[id] - top)) / sum);
 }
 
 int32_t whisper_detect_language(const std::vector<float> & sot_logits, const WhisperVocab & vocab, std::vector<float> * probs) {
@@ -121,7 +121,7 @@ int32_t whisper_detect_language(const std::vector<float> & sot_logits, const Whi
     if (probs) {
         probs->clear();
         for (int32_t id : vocab.language_tokens) {
-            probs->push_back(softmax_at(masked, id));
+            probs->push_back(softmax_at(masked.data(), int(masked.size()), id));
         }
     }
     return argmax(masked);
@@ -190,7 +190,7 @@ WhisperDecodeResult sample(StepDecoder & decoder, const std::vector<int> & all_s
                     }
                 }
             }
-            sums[size_t(j)] += log_softmax(l)[size_t(tok)];
+            sums[size_t(j)] += log_softmax_at(l, tok);
             tokens[size_t(j)].push_back(tok);
             if (tok == v.eot) {
                 done[size_t(j)] = true;

@@ -61,15 +61,6 @@ void split_on_unicode(const Tokenizer & tok, const std::vector<int32_t> & tokens
     }
 }
 
-float softmax_prob(const float * row, int n, int id) {
-    const float top = *std::max_element(row, row + n);
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-        sum += std::exp(double(row[i] - top));
-    }
-    return float(std::exp(double(row[id] - top)) / sum);
-}
-
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
@@ -255,7 +246,7 @@ std::vector<WhisperWordTiming> whisper_find_alignment(const WhisperAlignmentInpu
     std::vector<double> probs(text_tokens.size());
     for (size_t i = 0; i < text_tokens.size(); ++i) {
         const float * row = in.logits.data() + size_t(sot_length + int(i)) * size_t(in.n_vocab);
-        probs[i] = softmax_prob(row, v.eot, text_tokens[i]);
+        probs[i] = softmax_at(row, v.eot, text_tokens[i]);
     }
     // Every word but the last (<|endoftext|>): from the time of its first token's jump to the next word's.
     std::vector<WhisperWordTiming> out;

@@ -244,7 +244,7 @@ WhisperDecodeOutcome WhisperSession::decode(const std::vector<float> & mel, cons
     decoder_.prefill(0, encoded_.data(), n_audio, out.initial_tokens, 0, &outs, sot_index);
     timings_.prefill_ms += prefill_timer.ms();
     timings_.n_prefill_tokens += int(out.initial_tokens.size());
-    out.no_speech_prob = softmax_at(outs.row_logits, v.no_speech);
+    out.no_speech_prob = softmax_at(outs.row_logits.data(), int(outs.row_logits.size()), v.no_speech);
 
     StageTimer decode_timer;
     std::vector<int> seqs(kSequences);
