@@ -26,6 +26,11 @@
                       4 speakers, streaming_mode true): ~0.5 GB
       --preset small  toy sizes
     The config is the bundled sortformer-tiny fixture's, dimensions changed.
+  --family whisper: F16 weights (as OpenAI releases them), OUT/model.pt ({"dims", "model_state_dict"}, what
+    whisper.load_model reads; written without torch) and OUT/multilingual.tiktoken + OUT/mel_filters.npz
+    (copied from the bundled whisper-tiny fixture, which holds OpenAI's verbatim)
+      --preset tiny / base / small / medium / large-v3 / large-v3-turbo   the released models' dims
+      --preset toy    n_audio_state 64, 2 layers: tests of this script and the converter
 Tensors are generated and written one at a time, so memory stays at one tensor (chunked for the embedding).
 """
 
@@ -498,15 +503,91 @@ def write_sortformer(out: Path, preset: str, seed: int) -> None:
     print(f"wrote {out / 'model.nemo'} ({(out / 'model.nemo').stat().st_size / 1e9:.2f} GB, preset {preset})")
 
 
+# ----------------------------------------------------------------------------- Whisper
+
+# OpenAI's ModelDimensions of the released checkpoints (width, heads, encoder layers, decoder layers).
+WHISPER_PRESETS = {
+    "toy": (64, 2, 2, 2), "tiny": (384, 6, 4, 4), "base": (512, 8, 6, 6), "small": (768, 12, 12, 12),
+    "medium": (1024, 16, 24, 24), "large-v3": (1280, 20, 32, 32), "large-v3-turbo": (1280, 20, 32, 4),
+}
+WHISPER_FIXTURE = ROOT / "tests" / "fixtures" / "whisper-tiny"
+
+
+def whisper_dims(preset: str) -> dict:
+    width, heads, enc_layers, dec_layers = WHISPER_PRESETS[preset]
+    v3 = preset.startswith("large-v3")
+    return {"n_mels": 128 if v3 else 80, "n_audio_ctx": 1500, "n_audio_state": width, "n_audio_head": heads,
+            "n_audio_layer": enc_layers, "n_vocab": 51866 if v3 else 51865, "n_text_ctx": 448,
+            "n_text_state": width, "n_text_head": heads, "n_text_layer": dec_layers}
+
+
+def whisper_tensors(d: dict, rng):
+    """(whisper's state-dict name, float16 array), in the order whisper's modules register them."""
+    W = d["n_audio_state"]
+    normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(np.float16)
+    ones = lambda n: np.ones(n, np.float16)
+
+    def block(prefix: str, cross: bool):
+        for attn in ("attn", "cross_attn") if cross else ("attn",):
+            for proj in ("query", "key", "value", "out"):
+                yield f"{prefix}{attn}.{proj}.weight", normal((W, W), W ** -0.5)
+                if proj != "key":  # whisper's key projection has no bias
+                    yield f"{prefix}{attn}.{proj}.bias", normal((W,), 0.02)
+            yield f"{prefix}{attn}_ln.weight", ones(W)
+            yield f"{prefix}{attn}_ln.bias", normal((W,), 0.02)
+        yield f"{prefix}mlp.0.weight", normal((4 * W, W), W ** -0.5)
+        yield f"{prefix}mlp.0.bias", normal((4 * W,), 0.02)
+        yield f"{prefix}mlp.2.weight", normal((W, 4 * W), (4 * W) ** -0.5)
+        yield f"{prefix}mlp.2.bias", normal((W,), 0.02)
+        yield f"{prefix}mlp_ln.weight", ones(W)
+        yield f"{prefix}mlp_ln.bias", normal((W,), 0.02)
+
+    # whisper.model.sinusoids, stored (rounded to float16) as the checkpoints store it
+    half = W // 2
+    inv_timescales = np.exp(-np.log(10000) / (half - 1) * np.arange(half))
+    scaled_time = np.arange(d["n_audio_ctx"])[:, None] * inv_timescales[None, :]
+    yield "encoder.positional_embedding", np.concatenate([np.sin(scaled_time), np.cos(scaled_time)], 1).astype(np.float16)
+    yield "encoder.conv1.weight", normal((W, d["n_mels"], 3), (3 * d["n_mels"]) ** -0.5)
+    yield "encoder.conv1.bias", normal((W,), 0.02)
+    yield "encoder.conv2.weight", normal((W, W, 3), (3 * W) ** -0.5)
+    yield "encoder.conv2.bias", normal((W,), 0.02)
+    for i in range(d["n_audio_layer"]):
+        yield from block(f"encoder.blocks.{i}.", cross=False)
+    yield "encoder.ln_post.weight", ones(W)
+    yield "encoder.ln_post.bias", normal((W,), 0.02)
+    yield "decoder.positional_embedding", normal((d["n_text_ctx"], W), 0.02)
+    yield "decoder.token_embedding.weight", normal((d["n_vocab"], W), 0.02)
+    for i in range(d["n_text_layer"]):
+        yield from block(f"decoder.blocks.{i}.", cross=True)
+    yield "decoder.ln.weight", ones(W)
+    yield "decoder.ln.bias", normal((W,), 0.02)
+
+
+def write_whisper(out: Path, preset: str, seed: int) -> None:
+    from nemo_archive import write_torch_checkpoint
+    out.mkdir(parents=True, exist_ok=True)
+    d = whisper_dims(preset)
+    write_torch_checkpoint(out / "model.pt", whisper_tensors(d, np.random.default_rng(seed)), record="model", dims=d)
+    for name in ("multilingual.tiktoken", "mel_filters.npz"):
+        shutil.copyfile(WHISPER_FIXTURE / name, out / name)
+    print(f"wrote {out / 'model.pt'} ({(out / 'model.pt').stat().st_size / 1e9:.2f} GB, preset {preset})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed", "sortformer"], default="canary-qwen")
-    ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS)), default="full",
-                    help="full-v3 / small-v3: --family parakeet-tdt only")
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed", "sortformer", "whisper"],
+                    default="canary-qwen")
+    ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS) | set(WHISPER_PRESETS)),
+                    default="full", help="full-v3 / small-v3: --family parakeet-tdt only; tiny ... large-v3-turbo, toy: --family whisper only")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--tokenizer-from", default=str(ROOT / "tests" / "fixtures" / "canary-qwen-tiny" / "llm"))
     a = ap.parse_args()
+    if a.family == "whisper":
+        if a.preset not in WHISPER_PRESETS:
+            ap.error(f"--family whisper takes --preset {' / '.join(WHISPER_PRESETS)}")
+        write_whisper(Path(a.out), a.preset, a.seed)
+        return 0
     if a.preset not in PRESETS and a.family != "parakeet-tdt":
         ap.error(f"--preset {a.preset} is for --family parakeet-tdt")
     if a.family == "parakeet-tdt":

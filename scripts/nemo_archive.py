@@ -173,9 +173,10 @@ _DTYPE_STORAGE = {np.dtype(np.float32): "FloatStorage", np.dtype(np.int64): "Lon
                   np.dtype(np.float16): "HalfStorage"}
 
 
-def _state_dict_pickle(entries) -> bytes:
+def _state_dict_pickle(entries, dims: dict | None = None) -> bytes:
     """Protocol-2 pickle of an OrderedDict name -> tensor, as torch.save writes it (written opcode by opcode:
-    no torch needed). entries: (name, storage class name, storage key, shape)."""
+    no torch needed). entries: (name, storage class name, storage key, shape). With dims, the state dict is
+    wrapped as OpenAI's Whisper checkpoints are: {"dims": {name: int}, "model_state_dict": state dict}."""
     out = bytearray(b"\x80\x02")
 
     def glob(module, name):
@@ -194,6 +195,15 @@ def _state_dict_pickle(entries) -> bytes:
             integer(v)
         out.extend(b"t")
 
+    if dims is not None:
+        out.extend(b"}(")
+        text("dims")
+        out.extend(b"}(")
+        for key, value in dims.items():
+            text(key)
+            integer(value)
+        out.extend(b"u")
+        text("model_state_dict")
     glob("collections", "OrderedDict")
     out.extend(b")R(")
     for name, storage, key, shape in entries:
@@ -217,12 +227,16 @@ def _state_dict_pickle(entries) -> bytes:
         glob("collections", "OrderedDict")
         out.extend(b")Rt")  # backward hooks, end of the argument tuple
         out.extend(b"R")
-    out.extend(b"u.")
+    out.extend(b"u")
+    if dims is not None:
+        out.extend(b"u")
+    out.extend(b".")
     return bytes(out)
 
 
-def write_torch_checkpoint(path: Path, tensors) -> None:
-    """A torch.save zip of the state dict; tensors: iterable of (name, ndarray), each written as it comes.
+def write_torch_checkpoint(path: Path, tensors, record: str = "model_weights", dims: dict | None = None) -> None:
+    """A torch.save zip of the state dict; tensors: iterable of (name, ndarray), each written as it comes;
+    record: the archive's folder; dims: see _state_dict_pickle.
 
     Python's zipfile switches to ZIP64 records once an offset passes 2 GiB - 1 (its ZIP64_LIMIT), where the
     format's 32-bit fields hold up to 4 GiB - 1; torch's reader (miniz, torch 1.13) refuses such an
@@ -236,9 +250,9 @@ def write_torch_checkpoint(path: Path, tensors) -> None:
             for i, (name, arr) in enumerate(tensors):
                 arr = np.require(arr, requirements="C")  # keeps 0-d tensors 0-d
                 entries.append((name, _DTYPE_STORAGE[arr.dtype], str(i), tuple(arr.shape)))
-                z.writestr(f"model_weights/data/{i}", arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
-            z.writestr("model_weights/data.pkl", _state_dict_pickle(entries))
-            z.writestr("model_weights/version", "3\n")
+                z.writestr(f"{record}/data/{i}", arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+            z.writestr(f"{record}/data.pkl", _state_dict_pickle(entries, dims))
+            z.writestr(f"{record}/version", "3\n")
     finally:
         zipfile.ZIP64_LIMIT = saved_limit
 

@@ -698,6 +698,32 @@ class WhisperConverter(unittest.TestCase):
                 self.assertEqual(outs[0][1][name], outs[1][1][name], name)
             self.assertEqual(outs[0][0], outs[1][0])
 
+    def test_the_synthetic_generator_writes_openais_layout(self):
+        """make-synthetic-checkpoint.py --family whisper: the fixture's state-dict names, dims keys and float16
+        storage (OpenAI's layout, which whisper.load_model reads), at the preset's dims; it converts."""
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from nemo_archive import TorchCheckpoint
+        fixture = TorchCheckpoint((WHISPER_FIXTURE / "model.pt").read_bytes(), "fixture")
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            r = subprocess.run([sys.executable, str(SYNTH), "--family", "whisper", "--preset", "toy", "--out",
+                                str(tmp / "w")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            made = TorchCheckpoint((tmp / "w" / "model.pt").read_bytes(), "made")
+            self.assertEqual(set(made.tensors), set(fixture.tensors))
+            self.assertEqual(made.meta["dims"].keys(), fixture.meta["dims"].keys())
+            self.assertEqual(made.meta["dims"]["n_audio_state"], 64)
+            for name in fixture.tensors:
+                self.assertEqual(made.shape(name), fixture.shape(name), name)  # the toy dims are the fixture's
+                self.assertEqual(made.raw(name)[0].dtype, np.float16, name)
+            r = subprocess.run([sys.executable, str(WHISPER_CONVERTER), "--checkpoint", str(tmp / "w" / "model.pt"),
+                                "-o", str(tmp / "w.gguf")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run([sys.executable, str(SYNTH), "--family", "whisper", "--preset", "full", "--out",
+                                str(tmp / "x")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--family whisper takes --preset", r.stderr)
+
     def test_bad_inputs_name_what_is_missing(self):
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
