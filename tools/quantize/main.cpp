@@ -18,7 +18,7 @@ using namespace transcribe_quantize;
 namespace {
 
 int usage() {
-    std::fprintf(stderr, "usage: transcribe-quantize IN.gguf OUT.gguf TYPE\n  TYPE: F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M\n");
+    std::fprintf(stderr, "usage: transcribe-quantize IN.gguf OUT.gguf TYPE\n  TYPE: F16, Q8_0, Q5_0, Q6_K, Q5_K_M, Q4_K_M\n");
     return 2;
 }
 

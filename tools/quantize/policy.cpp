@@ -10,6 +10,7 @@ namespace {
 const Preset k_presets[] = {
     {"F16", GGML_TYPE_F16, GGML_TYPE_F16, false},
     {"Q8_0", GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, false},
+    {"Q5_0", GGML_TYPE_Q5_0, GGML_TYPE_Q5_0, false}, // whisper.cpp's common one: its files and ours side by side
     {"Q6_K", GGML_TYPE_Q6_K, GGML_TYPE_Q6_K, false},
     {"Q5_K_M", GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, true},
     {"Q4_K_M", GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, true},

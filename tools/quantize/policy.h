@@ -15,7 +15,7 @@ struct Preset {
     bool         mixed;      // _M: some attn_v / ffn_down layers get `important`
 };
 
-// F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M; nullptr for an unknown name.
+// F16, Q8_0, Q5_0, Q6_K, Q5_K_M, Q4_K_M; nullptr for an unknown name.
 const Preset * find_preset(const std::string & name);
 
 // The type for one tensor: F32 stays F32 for norms, biases, BatchNorm, positional biases, the mel
