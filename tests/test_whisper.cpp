@@ -333,17 +333,19 @@ TEST_F(WhisperGolden, English_only_requests_and_unknown_languages_are_refused) {
     }
 }
 
-// F16 and Q8_0 files: every raw step logit within a stated bound of the F32 goldens, and the same
-// decisions wherever the golden's margin (top-1 over top-2 of the filtered logits) exceeds twice that
-// bound: each decode is followed up to its first decision closer than that (random weights leave many
-// margins below any quantization's drift; past such a step the contexts may differ).
+// F16, Q8_0 and Q5_0 files in a default session (both caches F16, as whisper.cpp keeps them): every raw
+// step logit within a stated bound of the F32 goldens, and the same decisions wherever the golden's margin
+// (top-1 over top-2 of the filtered logits) exceeds twice that bound: each decode is followed up to its
+// first decision closer than that (random weights leave many margins below any quantization's drift; past
+// such a step the contexts may differ). Worst drift measured over the 9 decodes, bounds about 1.5x above:
+//   F16 0.0217 (0.003 with an F32 cross-attention cache), Q8_0 0.0633, Q5_0 0.227.
 TEST_F(WhisperGolden, F16_Q8_0_and_Q5_0_stay_within_their_drift_and_take_the_clear_decisions) {
     struct Case {
         const char * file;
         double       bound;      // on any raw logit
         size_t       min_steps;  // steps the clear decisions must reach, summed over the decodes
     };
-    for (const Case & c : {Case {"whisper-tiny-f16.gguf", 0.01, 100}, Case {"whisper-tiny-Q8_0.gguf", 0.08, 20}, Case {"whisper-tiny-Q5_0.gguf", 0.32, 8}}) {
+    for (const Case & c : {Case {"whisper-tiny-f16.gguf", 0.033, 50}, Case {"whisper-tiny-Q8_0.gguf", 0.095, 15}, Case {"whisper-tiny-Q5_0.gguf", 0.34, 8}}) {
         const char * file  = c.file;
         const double bound = c.bound;
         auto other = test::load(file);

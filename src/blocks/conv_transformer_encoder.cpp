@@ -1,6 +1,7 @@
 #include "conv_transformer_encoder.h"
 
 #include "core/error.h"
+#include "ops/activations.h"
 
 namespace transcribe {
 
@@ -51,8 +52,8 @@ ConvTransformerEncoder::ConvTransformerEncoder(const ModelFile & f, const ConvTr
 }
 
 ggml_tensor * ConvTransformerEncoder::build(ggml_context * ctx, ggml_tensor * mel, Taps * taps) const {
-    ggml_tensor * x = ggml_gelu_erf(ctx, conv3(ctx, mel, conv1_w_, conv1_b_, 1, false)); // [L, H]
-    x = ggml_gelu_erf(ctx, conv3(ctx, x, conv2_w_, conv2_b_, 2, true));                 // [H, L / 2]
+    ggml_tensor * x = ops::gelu_erf(ctx, conv3(ctx, mel, conv1_w_, conv1_b_, 1, false), conv1_w_); // [L, H]
+    x = ops::gelu_erf(ctx, conv3(ctx, x, conv2_w_, conv2_b_, 2, true), conv2_w_);                 // [H, L / 2]
     if (x->ne[1] != pos_->ne[1]) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio encoder input of %lld frames: the model takes %d", (long long) mel->ne[0],
              2 * hp_.n_ctx);

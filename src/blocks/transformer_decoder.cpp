@@ -1,6 +1,7 @@
 #include "transformer_decoder.h"
 
 #include "core/error.h"
+#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
@@ -138,7 +139,7 @@ ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, co
         x = ggml_add(ctx, x, apply(ctx, l.xo, ggml_reshape_2d(ctx, o, H, B)));
         h = apply(ctx, l.ffn_norm, x);
         ggml_tensor * up = apply(ctx, l.up, h);
-        x = ggml_add(ctx, x, apply(ctx, l.down, hp_.gelu ? ggml_gelu_erf(ctx, up) : ggml_relu(ctx, up)));
+        x = ggml_add(ctx, x, apply(ctx, l.down, hp_.gelu ? ops::gelu_erf(ctx, up, l.up.w) : ggml_relu(ctx, up)));
         if (il == 0 && first_layer) {
             *first_layer = x;
         }
@@ -149,11 +150,11 @@ ggml_tensor * TransformerDecoder::build(ggml_context * ctx, ggml_cgraph * gf, co
 ggml_tensor * TransformerDecoder::logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, out_w_, h, out_b_); }
 
 TransformerDecoderState::TransformerDecoderState(const TransformerDecoder & dec, Executor & exec, ggml_type kv_type,
-                                                 int n_ctx, int n_seq, int max_enc_frames)
+                                                 int n_ctx, int n_seq, int max_enc_frames, ggml_type cross_type)
     : dec_(dec),
       exec_(exec),
       self_(exec, dec.hparams().n_layers, dec.hparams().hidden, kv_type, n_ctx, n_seq, "decoder cache"),
-      cross_(exec, dec.hparams().n_layers, dec.hparams().hidden, GGML_TYPE_F32, max_enc_frames, n_seq, "cross-attention cache"),
+      cross_(exec, dec.hparams().n_layers, dec.hparams().hidden, cross_type, max_enc_frames, n_seq, "cross-attention cache"),
       position_shift_(size_t(n_seq), 0),
       cross_of_(size_t(n_seq), 0) {}
 

@@ -87,11 +87,13 @@ private:
 };
 
 // Per-session decoding state: the self-attention cache of up to n_seq sequences, each sequence's
-// cross-attention keys and values, and the graphs built for them.
+// cross-attention keys and values, and the graphs built for them. cross_type: the cross-attention cache's
+// type (each step reads all of it: a decoder over a long encoder output, Whisper's 1500 frames, reads
+// more bytes of it than of its own cache).
 class TransformerDecoderState final : public StepDecoder {
 public:
     TransformerDecoderState(const TransformerDecoder & dec, Executor & exec, ggml_type kv_type, int n_ctx, int n_seq,
-                            int max_enc_frames);
+                            int max_enc_frames, ggml_type cross_type = GGML_TYPE_F32);
 
     // What a prompt pass can hand back besides the next token (parity dumps, inspection).
     struct PromptOutputs {

@@ -1,5 +1,6 @@
 #include "transformer_encoder.h"
 
+#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
@@ -84,7 +85,7 @@ ggml_tensor * TransformerEncoder::build_pre_norm(ggml_context * ctx, ggml_tensor
         x = ops::matmul(ctx, l.o.w, ggml_reshape_2d(ctx, o, H, T), l.o.b, add_to_x);
         h = ops::layer_norm(ctx, x, l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
         add_to_x.residual = x;
-        x = ops::matmul(ctx, l.down.w, ggml_gelu_erf(ctx, ops::matmul(ctx, l.up.w, h, l.up.b)), l.down.b, add_to_x);
+        x = ops::matmul(ctx, l.down.w, ops::gelu_erf(ctx, ops::matmul(ctx, l.up.w, h, l.up.b), l.up.w), l.down.b, add_to_x);
         if (il == 0 && first_layer) {
             *first_layer = x;
         }

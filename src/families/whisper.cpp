@@ -129,7 +129,9 @@ std::vector<int32_t> WhisperModel::sot_sequence(int32_t language_token, bool tra
 WhisperSession::WhisperSession(const WhisperModel & model, const SessionOptions & options)
     : SessionBase(model.device_, options),
       model_(model),
-      decoder_(model.decoder_, exec_, options.kv_type, model.dec_hp_.n_positions, kSequences, model.enc_hp_.n_ctx) {}
+      // Both caches of the session's type, as whisper.cpp keeps them (F16 by default).
+      decoder_(model.decoder_, exec_, options.kv_type, model.dec_hp_.n_positions, kSequences, model.enc_hp_.n_ctx,
+               options.kv_type) {}
 
 const std::vector<float> & WhisperSession::encode(const std::vector<float> & mel) {
     const int n_mels = model_.enc_hp_.n_mels, n_frames = model_.window_frames();
