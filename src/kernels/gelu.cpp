@@ -1,5 +1,6 @@
 #include "gelu.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "avx512_exp.h"
