@@ -26,27 +26,42 @@ float length_penalty(float length, float alpha) { return std::pow((5.0f + length
 
 } // namespace
 
-std::vector<float> log_softmax(const std::vector<float> & logits) {
-    const float top = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float x : logits) {
-        sum += std::exp(double(x - top));
+namespace {
+
+// What torch's softmax and log_softmax divide by: the row's maximum, and the sum of exp(x - max) (in double).
+struct Normaliser {
+    float  top;
+    double sum;
+};
+
+Normaliser normaliser(const float * row, size_t n) {
+    Normaliser z {*std::max_element(row, row + n), 0.0};
+    for (size_t i = 0; i < n; ++i) {
+        z.sum += std::exp(double(row[i] - z.top));
     }
-    const float log_sum = float(std::log(sum));
+    return z;
+}
+
+} // namespace
+
+std::vector<float> log_softmax(const std::vector<float> & logits) {
+    const Normaliser z = normaliser(logits.data(), logits.size());
+    const float log_sum = float(std::log(z.sum));
     std::vector<float> out(logits.size());
     for (size_t i = 0; i < logits.size(); ++i) {
-        out[i] = (logits[i] - top) - log_sum;
+        out[i] = (logits[i] - z.top) - log_sum;
     }
     return out;
 }
 
 float log_softmax_at(const std::vector<float> & logits, int32_t id) {
-    const float top = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float x : logits) {
-        sum += std::exp(double(x - top));
-    }
-    return (logits[size_t(id)] - top) - float(std::log(sum));
+    const Normaliser z = normaliser(logits.data(), logits.size());
+    return (logits[size_t(id)] - z.top) - float(std::log(z.sum));
+}
+
+float softmax_at(const float * row, int n, int32_t id) {
+    const Normaliser z = normaliser(row, size_t(n));
+    return float(std::exp(double(row[id] - z.top)) / z.sum);
 }
 
 BeamSearchResult beam_search(StepDecoder & decoder, const std::vector<int> & seqs, const std::vector<float> & first_logits,

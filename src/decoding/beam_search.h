@@ -44,5 +44,7 @@ BeamSearchResult beam_search(StepDecoder & decoder, const std::vector<int> & seq
 std::vector<float> log_softmax(const std::vector<float> & logits);
 // log_softmax(LOGITS)[ID], the same bits, without the vector.
 float log_softmax_at(const std::vector<float> & logits, int32_t id);
+// softmax(ROW[0, N))[ID] in float, as torch's softmax computes it.
+float softmax_at(const float * row, int n, int32_t id);
 
 } // namespace transcribe

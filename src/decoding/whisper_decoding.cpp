@@ -104,15 +104,6 @@ void WhisperLogitFilters::apply(std::vector<float> & logits, const std::vector<i
     }
 }
 
-float softmax_at(const float * row, int n, int32_t id) {
-    const float top = *std::max_element(row, row + n);
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-        sum += std::exp(double(row[i] - top));
-    }
-    return float(std::exp(double(row[id] - top)) / sum);
-}
-
 int32_t whisper_detect_language(const std::vector<float> & sot_logits, const WhisperVocab & vocab, std::vector<float> * probs) {
     std::vector<float> masked(sot_logits.size(), kNegInf);
     for (int32_t id : vocab.language_tokens) {

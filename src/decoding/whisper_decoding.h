@@ -78,7 +78,4 @@ WhisperDecodeResult whisper_decode(StepDecoder & decoder, const std::vector<int>
 int32_t whisper_detect_language(const std::vector<float> & sot_logits, const WhisperVocab & vocab,
                                 std::vector<float> * probs = nullptr);
 
-// softmax(ROW[0, N))[ID] in float, as torch's softmax computes it.
-float softmax_at(const float * row, int n, int32_t id);
-
 } // namespace transcribe

@@ -1,5 +1,7 @@
 #include "whisper_timing.h"
 
+#include "beam_search.h"
+
 #include "unicode.h" // code points of the fetched llama.cpp tree
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 #include "whisper.h"
 
 #include "core/npy.h"
+#include "decoding/beam_search.h"
 #include "decoding/whisper_long_form.h"
 
 #include <algorithm>
