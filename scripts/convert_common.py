@@ -178,6 +178,47 @@ class SafeTensors:
 
 # ----------------------------------------------------------------------------- NeMo front end + encoder
 
+def attention_context(enc: dict, where: str) -> tuple:
+    """(att_context_style, [[left, right], ...]) as ConformerEncoder._calc_context_sizes reads them: one pair
+    or a list of pairs (the first the default), -1 unlimited; chunked_limited needs left % (right + 1) == 0."""
+    style = enc.get("att_context_style", "regular")
+    if style not in ("regular", "chunked_limited"):
+        raise ConvertError(f"{where}: att_context_style {style!r} is not supported (regular, chunked_limited)")
+    sizes = enc.get("att_context_size") or [-1, -1]
+    sizes = [list(sizes)] if isinstance(sizes[0], int) else [list(x) for x in sizes]
+    for i, cs in enumerate(sizes):
+        if len(cs) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= -1 for v in cs):
+            raise ConvertError(f"{where}: att_context_size[{i}] {cs!r} is not a pair of integers >= -1")
+        if style == "chunked_limited":
+            if cs[0] > 0 and cs[0] % (cs[1] + 1) > 0:
+                raise ConvertError(f"{where}: att_context_size[{i}][0] % (att_context_size[{i}][1] + 1) should be zero")
+            if cs[1] < 0 and len(sizes) <= 1:
+                raise ConvertError(f"{where}: right context can not be unlimited for chunked_limited style")
+    return style, sizes
+
+
+def conv_context_size(enc: dict, where: str) -> list:
+    """The conv module's depthwise padding [left, right]: NeMo's conv_context_size ("causal": [K-1, 0]; a
+    pair summing to K-1; none: (K-1)/2 each side)."""
+    K = int(enc["conv_kernel_size"])
+    cc = enc.get("conv_context_size")
+    if cc is None:
+        return [(K - 1) // 2, (K - 1) // 2]
+    if cc == "causal":
+        return [K - 1, 0]
+    if not isinstance(cc, (list, tuple)) or len(cc) != 2 or cc[0] + cc[1] + 1 != K or min(cc) < 0:
+        raise ConvertError(f"{where}: invalid conv_context_size {cc!r} for conv_kernel_size {K}")
+    return [int(cc[0]), int(cc[1])]
+
+
+def subsampled_features(n_mels: int, causal: bool) -> int:
+    """The frequency bins the x8 dw_striding subsampling leaves (calc_length over feat_in, three stride-2 3x3
+    convolutions: padding 1 each side, or causal 2 before and 1 after)."""
+    for _ in range(3):
+        n_mels = (n_mels + (3 if causal else 2) - 3) // 2 + 1
+    return n_mels
+
+
 def nemo_encoder_hparams(pre: dict, enc: dict, where: str) -> dict:
     """The preprocessor and ConformerEncoder config sections this engine supports, checked."""
     try:
@@ -195,10 +236,11 @@ def nemo_encoder_hparams(pre: dict, enc: dict, where: str) -> dict:
             mel_normalize = "none"
         else:
             raise ConvertError(f"{where}: unsupported mel normalisation {normalize}")
-        if list(enc.get("att_context_size", [-1, -1])) != [-1, -1]:
-            raise ConvertError(f"{where}: limited attention context {enc.get('att_context_size')} is not supported")
-        if enc.get("conv_norm_type", "batch_norm") != "batch_norm":
-            raise ConvertError(f"{where}: conv_norm_type {enc.get('conv_norm_type')} is not supported")
+        att_style, att_sizes = attention_context(enc, where)
+        conv_norm = enc.get("conv_norm_type", "batch_norm")
+        if conv_norm not in ("batch_norm", "layer_norm"):
+            raise ConvertError(f"{where}: conv_norm_type {conv_norm} is not supported")
+        conv_context = conv_context_size(enc, where)
         if not enc.get("untie_biases", True):
             raise ConvertError(f"{where}: untie_biases=false is not supported")
         sr = int(pre["sample_rate"])
@@ -217,6 +259,13 @@ def nemo_encoder_hparams(pre: dict, enc: dict, where: str) -> dict:
             "sub_channels": int(enc["subsampling_conv_channels"]),
             "feat_in": int(enc["feat_in"]),
             "xscaling": bool(enc.get("xscaling", True)),
+            # Cache-aware streaming models (NeMo's causal_downsampling, conv_context_size, conv_norm_type,
+            # att_context_style / att_context_size); the defaults are the offline FastConformer's.
+            "causal_subsampling": bool(enc.get("causal_downsampling", False)),
+            "conv_context": conv_context,
+            "conv_norm": conv_norm,
+            "att_context_style": att_style,
+            "att_context_sizes": att_sizes,
         }
     except (KeyError, TypeError, ValueError) as exc:
         raise ConvertError(f"{where}: preprocessor/encoder config lacks or mangles {exc}") from None
@@ -244,6 +293,17 @@ def add_frontend_keys(w, hp: dict) -> None:
     w.add_float32("encoder.layer_norm_eps", 1e-5)
     w.add_float32("encoder.batch_norm_eps", 1e-5)
     w.add_bool("encoder.xscaling", hp["xscaling"])
+    # Written only where they differ from the offline FastConformer (files without them read as that).
+    if hp.get("causal_subsampling"):
+        w.add_bool("encoder.causal_subsampling", True)
+    K = hp["conv_kernel"]
+    if hp.get("conv_context", [(K - 1) // 2] * 2) != [(K - 1) // 2] * 2:
+        w.add_array("encoder.conv_context", hp["conv_context"])
+    if hp.get("conv_norm", "batch_norm") != "batch_norm":
+        w.add_string("encoder.conv_norm", hp["conv_norm"])
+    if hp.get("att_context_sizes", [[-1, -1]]) != [[-1, -1]]:
+        w.add_string("encoder.att_context_style", hp["att_context_style"])
+        w.add_array("encoder.att_context_sizes", [v for pair in hp["att_context_sizes"] for v in pair])
 
 
 def plan_frontend(p: Plan, hp: dict, pre_prefix: str, enc_prefix: str) -> None:
@@ -270,7 +330,7 @@ def plan_frontend(p: Plan, hp: dict, pre_prefix: str, enc_prefix: str) -> None:
     for src, dst in (("3", "pw1"), ("6", "pw2")):
         p.f32(f"enc.sub.{dst}.weight", sub + f"conv.{src}.weight", (C, C, 1, 1), (C, C))
         p.f32(f"enc.sub.{dst}.bias", sub + f"conv.{src}.bias", (C,))
-    p.matrix("enc.sub.out.weight", sub + "out.weight", (d, C * (nm // 8)))
+    p.matrix("enc.sub.out.weight", sub + "out.weight", (d, C * subsampled_features(nm, hp.get("causal_subsampling", False))))
     p.f32("enc.sub.out.bias", sub + "out.bias", (d,))
 
     ff, H, K = hp["ff_dim"], hp["n_heads"], hp["conv_kernel"]
@@ -294,8 +354,12 @@ def plan_frontend(p: Plan, hp: dict, pre_prefix: str, enc_prefix: str) -> None:
         bias(o + "conv.pw1.bias", s + "conv.pointwise_conv1.bias", 2 * d)
         p.f32(o + "conv.dw.weight", s + "conv.depthwise_conv.weight", (d, 1, K), (d, K))
         bias(o + "conv.dw.bias", s + "conv.depthwise_conv.bias", d)
-        for bn in ("weight", "bias", "running_mean", "running_var"):
-            p.f32(o + f"conv.bn.{bn}", s + f"conv.batch_norm.{bn}", (d,))
+        if hp.get("conv_norm", "batch_norm") == "layer_norm":  # NeMo keeps the name batch_norm for it
+            for ln in ("weight", "bias"):
+                p.f32(o + f"conv.norm.{ln}", s + f"conv.batch_norm.{ln}", (d,))
+        else:
+            for bn in ("weight", "bias", "running_mean", "running_var"):
+                p.f32(o + f"conv.bn.{bn}", s + f"conv.batch_norm.{bn}", (d,))
         p.matrix(o + "conv.pw2.weight", s + "conv.pointwise_conv2.weight", (d, d, 1), (d, d))
         bias(o + "conv.pw2.bias", s + "conv.pointwise_conv2.bias", d)
 

@@ -32,6 +32,8 @@ ggml_tensor * pointwise_conv2d_relu(ggml_context * ctx, ggml_tensor * x, ggml_te
 }
 
 int ceil_half(int n) { return (n + 1) / 2; }
+// A stride-2 3x3 convolution's output length: padding 1 each side (ceil(n/2)), or causal (n/2 + 1).
+int stage_length(int n, bool causal) { return causal ? n / 2 + 1 : ceil_half(n); }
 
 // A module's last product adding SCALE times its result to the residual stream X.
 ops::Epilogue residual_epilogue(ggml_tensor * x, float scale) {
@@ -59,10 +61,73 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: only subsampling factor 8 is supported", f.path().c_str());
     }
     if (hp.n_layers <= 0 || hp.n_layers > 1024 || hp.d_model <= 0 || hp.n_heads <= 0 || hp.d_model % hp.n_heads ||
-        hp.ff_dim <= 0 || hp.conv_kernel <= 0 || hp.conv_kernel % 2 == 0 || hp.sub_channels <= 0 || n_mels % 8) {
+        hp.ff_dim <= 0 || hp.conv_kernel <= 0 || hp.conv_kernel > 1024 || hp.sub_channels <= 0 || n_mels <= 0 ||
+        n_mels > 4096) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid encoder hyper-parameters", f.path().c_str());
     }
+    hp.causal_subsampling = f.get_bool("encoder.causal_subsampling", false);
+    hp.conv_left = hp.conv_right = (hp.conv_kernel - 1) / 2;
+    if (f.has_key("encoder.conv_context")) {
+        const std::vector<int32_t> cc = f.get_i32_array("encoder.conv_context");
+        if (cc.size() != 2 || cc[0] < 0 || cc[1] < 0 || cc[0] + cc[1] + 1 != hp.conv_kernel) {
+            fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: encoder.conv_context must be two paddings summing to the kernel "
+                 "size - 1", f.path().c_str());
+        }
+        hp.conv_left = cc[0], hp.conv_right = cc[1];
+    } else if (hp.conv_kernel % 2 == 0) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: an even conv kernel needs encoder.conv_context", f.path().c_str());
+    }
+    const std::string conv_norm = f.get_str("encoder.conv_norm", "batch_norm");
+    if (conv_norm != "batch_norm" && conv_norm != "layer_norm") {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: encoder.conv_norm %s is none of batch_norm, layer_norm",
+             f.path().c_str(), conv_norm.c_str());
+    }
+    hp.conv_layer_norm = conv_norm == "layer_norm";
+    if (f.has_key("encoder.att_context_sizes")) {
+        const std::string style = f.get_str("encoder.att_context_style", "regular");
+        const std::vector<int32_t> sizes = f.get_i32_array("encoder.att_context_sizes");
+        if ((style != "regular" && style != "chunked_limited") || sizes.empty() || sizes.size() % 2) {
+            fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid encoder.att_context_style / att_context_sizes",
+                 f.path().c_str());
+        }
+        hp.chunked_limited = style == "chunked_limited";
+        hp.att_contexts.clear();
+        for (size_t i = 0; i < sizes.size(); i += 2) {
+            const AttentionContext c {sizes[i], sizes[i + 1]};
+            if (c.left < -1 || c.right < -1 || (hp.chunked_limited && c.right < 0 && sizes.size() == 2) ||
+                (hp.chunked_limited && c.left > 0 && c.right >= 0 && c.left % (c.right + 1))) {
+                fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid attention context [%d, %d]", f.path().c_str(),
+                     c.left, c.right);
+            }
+            hp.att_contexts.push_back(c);
+        }
+    }
+    if (hp.subsampled_features() <= 0) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: too few mel bins", f.path().c_str());
+    }
     return hp;
+}
+
+int FastConformerHParams::subsampled_features() const {
+    int f = n_mels;
+    for (int i = 0; i < 3; ++i) {
+        f = causal_subsampling ? f / 2 + 1 : (f + 1) / 2; // calc_length over the bins (padding 2 + 1, or 1 + 1, kernel 3)
+    }
+    return f;
+}
+
+AttentionContext FastConformerHParams::resolve(const AttentionContext & asked) const {
+    for (const AttentionContext & c : att_contexts) {
+        if (c == asked) {
+            return c;
+        }
+    }
+    std::string list;
+    for (const AttentionContext & c : att_contexts) {
+        list += (list.empty() ? "" : ", ") + std::to_string(c.left) + "," + std::to_string(c.right);
+    }
+    fail(TRANSCRIBE_ERR_INVALID_ARG, "attention context %d,%d is not one this model was trained for (it has: %s)",
+         asked.left, asked.right, list.c_str());
 }
 
 FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & hp, const std::string & p)
@@ -79,7 +144,7 @@ FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & h
     sub_dw2   = {f.tensor(p + ".sub.dw2.weight", {3, 3, 1, C}, F32), f.tensor(p + ".sub.dw2.bias", {C}, F32)};
     sub_pw1   = lin(p + ".sub.pw1", C, C);
     sub_pw2   = lin(p + ".sub.pw2", C, C);
-    sub_out   = lin(p + ".sub.out", C * (hp.n_mels / 8), d);
+    sub_out   = lin(p + ".sub.out", C * hp.subsampled_features(), d);
     layers_.resize(size_t(hp.n_layers));
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string b = p + ".blk." + std::to_string(i) + ".";
@@ -104,6 +169,10 @@ FastConformer::FastConformer(const ModelFile & f, const FastConformerHParams & h
         l.pw2  = lin(b + "conv.pw2", d, d);
         l.dw_w = f.tensor(b + "conv.dw.weight", {K, d}, F32);
         l.dw_b = f.optional_tensor(b + "conv.dw.bias", {d}, F32);
+        if (hp.conv_layer_norm) {
+            l.norm_dw = norm(b + "conv.norm");
+            continue;
+        }
         l.bn_w    = f.tensor(b + "conv.bn.weight", {d}, F32);
         l.bn_b    = f.tensor(b + "conv.bn.bias", {d}, F32);
         l.bn_mean = f.tensor(b + "conv.bn.running_mean", {d}, F32);
@@ -135,6 +204,11 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     ggml_backend_buffer_set_usage(folded_buf_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     for (Layer & l : layers_) {
         std::vector<float> w = f.read_f32(l.dw_w), b = l.dw_b ? f.read_f32(l.dw_b) : std::vector<float>(size_t(d), 0.0f);
+        if (hp_.conv_layer_norm) { // nothing to fold: the LayerNorm normalizes after the convolution
+            tensor_set(l.dw_folded.w, w);
+            tensor_set(l.dw_folded.b, b);
+            continue;
+        }
         const std::vector<float> g = f.read_f32(l.bn_w), beta = f.read_f32(l.bn_b), mean = f.read_f32(l.bn_mean),
                                  var = f.read_f32(l.bn_var);
         for (int64_t c = 0; c < d; ++c) {
@@ -149,8 +223,9 @@ void FastConformer::prepare(const ModelFile & f, ggml_backend_dev_t device) {
     }
 }
 
-int FastConformer::subsampled_length(int n_valid_frames) {
-    return ceil_half(ceil_half(ceil_half(n_valid_frames)));
+int FastConformer::subsampled_length(int n_valid_frames) const {
+    const bool c = hp_.causal_subsampling;
+    return stage_length(stage_length(stage_length(n_valid_frames, c), c), c);
 }
 
 ggml_tensor * FastConformer::layer_norm(ggml_context * ctx, ggml_tensor * x, const Norm & n,
@@ -190,7 +265,8 @@ ggml_tensor * FastConformer::conv_module(ggml_context * ctx, ggml_tensor * x, co
 
 ggml_tensor * FastConformer::subsample(Graph & g, int n_frames, int n_valid) const {
     ggml_context * ctx = g.ctx();
-    const int T1 = ceil_half(n_frames), T2 = ceil_half(T1), T3 = ceil_half(T2);
+    const bool causal = hp_.causal_subsampling;
+    const int T1 = stage_length(n_frames, causal), T2 = stage_length(T1, causal), T3 = stage_length(T2, causal);
     ggml_tensor * mel = g.input("mel", GGML_TYPE_F32, hp_.n_mels, n_frames);
     // Masks zero the frames past the valid length, per channel: [C, 1, T] (a whole-row multiply).
     const int64_t C = hp_.sub_channels;
@@ -200,12 +276,12 @@ ggml_tensor * FastConformer::subsample(Graph & g, int n_frames, int n_valid) con
 
     // The pointwise convolutions' outputs are masked only where the stage has padded rows (a multiply
     // by ones is exact, and over a long window's maps it is a pass through memory worth skipping).
-    const int V2 = ceil_half(ceil_half(n_valid)), V3 = ceil_half(V2);
+    const int V2 = stage_length(stage_length(n_valid, causal), causal), V3 = stage_length(V2, causal);
     auto masked = [&](ggml_tensor * y, ggml_tensor * mask, bool padded) { return padded ? ggml_mul(ctx, y, mask) : y; };
 
-    ggml_tensor * x = ops::conv_then_depthwise(ctx, mel, sub_conv0.w, sub_conv0.b, m1, sub_dw1.w, sub_dw1.b, m2); // [C, F/4, T2]
+    ggml_tensor * x = ops::conv_then_depthwise(ctx, mel, sub_conv0.w, sub_conv0.b, m1, sub_dw1.w, sub_dw1.b, m2, causal); // [C, F/4, T2]
     x = masked(pointwise_conv2d_relu(ctx, x, sub_pw1.w, sub_pw1.b), m2, V2 < T2);
-    x = ops::depthwise_conv(ctx, x, sub_dw2.w, sub_dw2.b, m3);
+    x = ops::depthwise_conv(ctx, x, sub_dw2.w, sub_dw2.b, m3, causal);
     x = masked(pointwise_conv2d_relu(ctx, x, sub_pw2.w, sub_pw2.b), m3, V3 < T3); // [C, F/8, T3]
     // Flatten each time row channel-major (c * F/8 + f), then the output linear.
     const int64_t F8 = x->ne[1];
@@ -221,7 +297,7 @@ ggml_tensor * FastConformer::build_subsampling(Graph & g, int n_frames, int n_va
 }
 
 ggml_type FastConformer::positions_type(int64_t T) const {
-    if (layers_.empty()) {
+    if (layers_.empty() || hp_.cache_aware()) {
         return GGML_TYPE_COUNT;
     }
     const Layer & first = layers_[0];
@@ -235,6 +311,9 @@ ggml_type FastConformer::positions_type(int64_t T) const {
 }
 
 ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const {
+    if (hp_.cache_aware()) {
+        return build_masked_layers(g, x, x->ne[1], false, taps);
+    }
     ggml_context * ctx = g.ctx();
     const int64_t T = x->ne[1], H = hp_.n_heads, hd = hp_.d_model / H;
     if (hp_.xscaling) {
@@ -294,7 +373,7 @@ void FastConformer::set_subsampling_inputs(Graph & g, const std::vector<float> &
     int len = n_valid;
     const char * names[] = {"mask1", "mask2", "mask3"};
     for (const char * name : names) {
-        len = ceil_half(len);
+        len = stage_length(len, hp_.causal_subsampling);
         ggml_tensor * m = g.get(name); // [C, 1, T]
         std::vector<float> v(size_t(ggml_nelements(m)));
         for (size_t i = 0; i < v.size(); ++i) {
@@ -310,9 +389,148 @@ void FastConformer::set_position_inputs(Graph & g, int64_t T) const {
     }
 }
 
-void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid) const {
+void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int n_valid,
+                               const AttentionContext & context) const {
     set_subsampling_inputs(g, mel, n_frames, n_valid);
-    set_position_inputs(g, subsampled_length(n_valid));
+    const int T = subsampled_length(n_valid);
+    set_position_inputs(g, T);
+    if (hp_.cache_aware()) {
+        set_attention_mask(g, T, context);
+    }
+}
+
+// ---- cache-aware models: limited attention contexts, padded (causal) convolutions, streaming steps
+
+void FastConformer::set_attention_mask(Graph & g, int T, const AttentionContext & context) const {
+    set_stream_inputs_mask(g, T, 0, 0, context);
+}
+
+// NeMo's _create_masks over cache + window (cache slots before OFFSET empty): query i of the window is
+// frame CACHE + i; it sees frame j when the style's rule allows it and j is not an empty slot.
+void FastConformer::set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid,
+                                           const AttentionContext & c) const {
+    ggml_tensor * m = g.get("att_mask");
+    const int n_keys = cache + T, offset = cache - cache_valid;
+    std::vector<float> v(size_t(ggml_nelements(m)), -INFINITY);
+    const int chunk = c.right + 1, left_chunks = c.left >= 0 && chunk > 0 ? c.left / chunk : 10000;
+    for (int i = 0; i < T; ++i) {
+        const int q = cache + i;
+        for (int j = offset; j < n_keys; ++j) {
+            bool seen = true;
+            if (!hp_.chunked_limited) {
+                seen = (c.left < 0 || j >= q - c.left) && (c.right < 0 || j <= q + c.right);
+            } else if (c.right < 0) {
+                seen = c.left < 0 || j >= q - c.left;
+            } else {
+                const int diff = q / chunk - j / chunk;
+                seen = diff >= 0 && diff <= left_chunks;
+            }
+            if (seen) {
+                v[size_t(i) * size_t(m->ne[0]) + size_t(j)] = 0.0f;
+            }
+        }
+    }
+    tensor_set(m, v);
+}
+
+ggml_tensor * FastConformer::masked_self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, ggml_tensor * mask,
+                                                   const Layer & l, ggml_tensor * cache, ggml_tensor ** next_cache) const {
+    const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1];
+    ggml_tensor * xn = layer_norm(ctx, x, l.norm_att);
+    // Keys and values are projected from the cached inputs and this window's (MultiHeadAttention.update_cache).
+    ggml_tensor * kv_in = cache ? ggml_concat(ctx, cache, xn, 1) : xn;
+    const int64_t Tk = kv_in->ne[1];
+    if (cache) {
+        const int64_t keep = cache->ne[1];
+        *next_cache = ggml_cont(ctx, ggml_view_2d(ctx, kv_in, d, keep, kv_in->nb[1], size_t(Tk - keep) * kv_in->nb[1]));
+    }
+    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, xn, l.q.w, l.q.b), hd, H, T);
+    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, kv_in, l.k.w, l.k.b), hd, H, Tk);
+    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, kv_in, l.v.w, l.v.b), hd, H, Tk);
+    ggml_tensor * o = ops::rel_pos_attention_masked(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v,
+                                                    1.0f / std::sqrt(float(hd)), mask);
+    return ops::matmul(ctx, l.out.w, ggml_reshape_2d(ctx, o, d, T), l.out.b, residual_epilogue(x, 1.0f));
+}
+
+ggml_tensor * FastConformer::padded_conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l, ggml_tensor * cache,
+                                                ggml_tensor ** next_cache) const {
+    const int64_t d = hp_.d_model, T = x->ne[1];
+    ggml_tensor * y    = linear(ctx, layer_norm(ctx, x, l.norm_conv, {l.pw1.w}), l.pw1.w, l.pw1.b); // [2d, T]
+    ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
+    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
+    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
+    // CausalConv1D: the cached inputs (or zeros) in front, the right padding behind; the next cache is
+    // the last frames of that, right padding included.
+    ggml_tensor * ext = cache ? ggml_pad_ext(ctx, ggml_concat(ctx, cache, glu, 1), 0, 0, 0, hp_.conv_right, 0, 0, 0, 0)
+                              : ggml_pad_ext(ctx, glu, 0, 0, hp_.conv_left, hp_.conv_right, 0, 0, 0, 0);
+    if (cache) {
+        const int64_t keep = cache->ne[1], n = ext->ne[1];
+        *next_cache = ggml_cont(ctx, ggml_view_2d(ctx, ext, d, keep, ext->nb[1], size_t(n - keep) * ext->nb[1]));
+    }
+    ggml_tensor * h = ggml_add(ctx, ops::depthwise_conv_time(ctx, ext, l.dw_folded.w), l.dw_folded.b);
+    if (hp_.conv_layer_norm) {
+        h = layer_norm(ctx, h, l.norm_dw);
+    }
+    return ops::matmul(ctx, l.pw2.w, ggml_silu(ctx, h), l.pw2.b, residual_epilogue(x, 1.0f));
+}
+
+ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, bool with_caches,
+                                                 Taps * taps) const {
+    ggml_context * ctx = g.ctx();
+    const int64_t T = x->ne[1], d = hp_.d_model, H = hp_.n_heads, hd = d / H, rows = PositionTable::rows(n_keys);
+    if (hp_.xscaling) {
+        x = ggml_scale(ctx, x, std::sqrt(float(d)));
+    }
+    ggml_tensor * pos  = g.input("pos_emb", GGML_TYPE_F32, d, rows);
+    ggml_tensor * mask = g.input("att_mask", GGML_TYPE_F32, n_keys, T);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        const Layer & l = layers_[i];
+        const std::string n = std::to_string(i);
+        ggml_tensor * cache_channel = with_caches ? g.input(("cache_channel." + n).c_str(), GGML_TYPE_F32, d, n_keys - T) : nullptr;
+        ggml_tensor * cache_time    = with_caches ? g.input(("cache_time." + n).c_str(), GGML_TYPE_F32, d, hp_.conv_left) : nullptr;
+        ggml_tensor * next_channel = nullptr, * next_time = nullptr;
+        ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, rows);
+        x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
+        x = masked_self_attention(ctx, x, p, mask, l, cache_channel, &next_channel);
+        x = padded_conv_module(ctx, x, l, cache_time, &next_time);
+        x = feed_forward(ctx, x, l.norm_ff2, l.ff2_up, l.ff2_down);
+        x = layer_norm(ctx, x, l.norm_out);
+        if (with_caches) {
+            g.output(next_channel, ("cache_channel_next." + n).c_str());
+            g.output(next_time, ("cache_time_next." + n).c_str());
+        }
+        if (taps && i == 0) {
+            taps->layer0 = x;
+        }
+    }
+    if (taps) {
+        taps->last = x;
+    }
+    return x;
+}
+
+ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop, int cache_frames, Taps * taps) const {
+    ggml_context * ctx = g.ctx();
+    ggml_tensor * x = build_subsampling(g, n_frames, n_frames);
+    if (drop > 0) {
+        const int64_t T = x->ne[1] - drop;
+        if (T <= 0) {
+            fail(TRANSCRIBE_ERR_INTERNAL, "streaming step of %d mel frames leaves no encoder frame", n_frames);
+        }
+        x = ggml_cont(ctx, ggml_view_2d(ctx, x, hp_.d_model, T, x->nb[1], size_t(drop) * x->nb[1]));
+    }
+    if (taps) {
+        taps->pre_encode = x;
+    }
+    return build_masked_layers(g, x, x->ne[1] + cache_frames, true, taps);
+}
+
+void FastConformer::set_stream_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int drop, int cache_frames,
+                                      int cache_valid, const AttentionContext & context) const {
+    set_subsampling_inputs(g, mel, n_frames, n_frames);
+    const int T = subsampled_length(n_frames) - drop;
+    positions_.set_embeddings(g.get("pos_emb"), T + cache_frames);
+    set_stream_inputs_mask(g, T, cache_frames, cache_valid, context);
 }
 
 } // namespace transcribe

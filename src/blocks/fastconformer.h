@@ -13,6 +13,13 @@
 
 namespace transcribe {
 
+// How far a frame's self-attention reaches (NeMo's att_context_size [left, right]; -1: unlimited).
+struct AttentionContext {
+    int left  = -1;
+    int right = -1;
+    bool operator==(const AttentionContext & o) const { return left == o.left && right == o.right; }
+};
+
 struct FastConformerHParams {
     int   n_layers     = 0;
     int   d_model      = 0;
@@ -24,8 +31,25 @@ struct FastConformerHParams {
     float ln_eps       = 1e-5f;
     float bn_eps       = 1e-5f;
     bool  xscaling     = false; // the subsampled input times sqrt(d_model) before the layers
+    // Cache-aware streaming models (NeMo's causal_downsampling, conv_context_size, conv_norm_type,
+    // att_context_style / att_context_size); the defaults are the offline FastConformer's.
+    bool causal_subsampling = false; // CausalConv2D: pad 2 before, 1 after; n -> n / 2 + 1
+    int  conv_left = 0, conv_right = 0; // the conv module's depthwise padding
+    bool conv_layer_norm = false;    // a LayerNorm after the depthwise conv instead of BatchNorm
+    bool chunked_limited = false;    // att_context_style chunked_limited (else regular)
+    std::vector<AttentionContext> att_contexts {AttentionContext {}}; // the first is the default
 
     static FastConformerHParams from_file(const ModelFile & file, int n_mels);
+    // Whether the layers need an attention mask (any limited context) and ggml's ops for the
+    // convolutions and attention our fused kernels do not cover.
+    bool cache_aware() const {
+        return causal_subsampling || conv_layer_norm || conv_left != conv_right || att_contexts.size() != 1 ||
+               !(att_contexts[0] == AttentionContext {});
+    }
+    // The frequency bins the subsampling leaves of n_mels.
+    int subsampled_features() const;
+    // CONTEXT if it is one of the model's (an empty one: the default), else INVALID_ARG listing them.
+    AttentionContext resolve(const AttentionContext & context) const;
 };
 
 class FastConformer {
@@ -39,8 +63,8 @@ public:
     // After the weights are on the device: folds BatchNorm and the depthwise bias into the depthwise kernel.
     void prepare(const ModelFile & file, ggml_backend_dev_t device);
 
-    // Valid lengths after each stride-2 stage: ceil(L/2) three times.
-    static int subsampled_length(int n_valid_frames);
+    // Valid lengths after each stride-2 stage: ceil(L/2) three times (causal subsampling: L/2 + 1).
+    int subsampled_length(int n_valid_frames) const;
 
     struct Taps {
         ggml_tensor * pre_encode = nullptr; // [d_model, T]
@@ -53,8 +77,10 @@ public:
     // N_THREADS: what the position projections are made with where the graph takes them from the
     // model's table (PositionTable), the first time a window this long is asked.
     ggml_tensor * build(Graph & g, int n_frames, int n_valid, int n_threads, Taps * taps) const;
-    // Sets the inputs build() declared, from channel-major mel features.
-    void set_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int n_valid) const;
+    // Sets the inputs build() declared, from channel-major mel features; CONTEXT: the attention's reach
+    // (models with limited contexts; resolved: one of hparams().att_contexts).
+    void set_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int n_valid,
+                    const AttentionContext & context = {}) const;
 
     // build() in its two halves, for callers that keep pre-encoded frames (NeMo's bypass_pre_encode,
     // Sortformer's speaker cache): the subsampling alone (input "mel", [d_model, valid frames]) ...
@@ -65,6 +91,21 @@ public:
     // the attention does not take its positions from the model's table).
     ggml_tensor * build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const;
     void          set_position_inputs(Graph & g, int64_t T) const;
+    // The attention mask input of a window of T frames (cache-aware models): CONTEXT's, as NeMo's
+    // _create_masks makes it offline.
+    void          set_attention_mask(Graph & g, int T, const AttentionContext & context) const;
+
+    // One step of NeMo's cache-aware streaming (ConformerEncoder.forward with caches): inputs "mel"
+    // [n_mels, n_frames] (the pre-encode cache frames, then the new ones), "cache_channel.L" [d_model,
+    // cache_frames] (layer L's self-attention inputs of the frames before), "cache_time.L" [d_model, K-1]
+    // (its depthwise-conv inputs before), "pos_emb" and "att_mask" (set_stream_inputs); DROP subsampled
+    // frames dropped in front (drop_extra_pre_encoded). Returns [d_model, T] and outputs the next caches
+    // as "cache_channel_next.L" / "cache_time_next.L".
+    ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, int cache_frames, Taps * taps) const;
+    // Sets build_stream_step's inputs but the caches: mel as in set_inputs, the positions of cache + chunk,
+    // and the mask of CONTEXT over them where the cache's first CACHE_FRAMES - CACHE_VALID slots are empty.
+    void set_stream_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int drop,
+                           int cache_frames, int cache_valid, const AttentionContext & context) const;
 
     const FastConformerHParams & hparams() const { return hp_; }
 
@@ -88,6 +129,7 @@ private:
         ggml_tensor * dw_w = nullptr; // raw kernel [K, d]
         ggml_tensor * dw_b = nullptr; // optional
         ggml_tensor * bn_w = nullptr, * bn_b = nullptr, * bn_mean = nullptr, * bn_var = nullptr;
+        Norm norm_dw; // conv_norm_type layer_norm: after the depthwise conv
         Linear dw_folded; // kernel * bn_scale, (bias - mean) * bn_scale + bn_shift
     };
 
@@ -105,7 +147,17 @@ private:
     // P: the layer's projected positions [head_dim, heads, >= 2T-1].
     ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, const Layer & l) const;
     ggml_tensor * conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l) const;
+    // Cache-aware models' modules: the attention over CACHE (its frames' inputs before this window's, or
+    // null) and this window under MASK, the conv module with its padding or the cached frames in front;
+    // *NEXT_CACHE: what the next step's cache is (with a cache).
+    ggml_tensor * masked_self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, ggml_tensor * mask,
+                                        const Layer & l, ggml_tensor * cache, ggml_tensor ** next_cache) const;
+    ggml_tensor * padded_conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l, ggml_tensor * cache,
+                                     ggml_tensor ** next_cache) const;
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
+    void set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & context) const;
+    // The layers of a cache-aware model over x [d_model, T] with NKEYS attention keys (cache + window).
+    ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, bool with_caches, Taps * taps) const;
 
     FastConformerHParams hp_;
     PositionTable positions_;

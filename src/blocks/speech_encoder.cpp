@@ -21,11 +21,11 @@ void SpeechEncoder::prepare(const ModelFile & f, ggml_backend_dev_t device) {
 }
 
 int SpeechEncoder::frames(size_t n_samples) const {
-    return FastConformer::subsampled_length(int(n_samples / size_t(mel_->config().hop_length)));
+    return conformer_.subsampled_length(int(n_samples / size_t(mel_->config().hop_length)));
 }
 
 int SpeechEncoder::output_frames(size_t n_samples) const {
-    return FastConformer::subsampled_length(int(n_samples / size_t(mel_->config().hop_length)) + 1);
+    return conformer_.subsampled_length(int(n_samples / size_t(mel_->config().hop_length)) + 1);
 }
 
 int SpeechEncoder::frame_ms() const { return 8 * 1000 * mel_->config().hop_length / mel_->config().sample_rate; }
@@ -64,11 +64,11 @@ std::vector<float> SpeechEncoder::Run::operator()(Executor & exec, const float *
         graph->output(head_(graph->ctx(), enc), "head");
         return graph;
     });
-    exec.compute(g, [&] { enc_.conformer_.set_inputs(g, mel.data, mel.n_frames, mel.n_valid); });
+    exec.compute(g, [&] { enc_.conformer_.set_inputs(g, mel.data, mel.n_frames, mel.n_valid, context_); });
     std::vector<float> out = tensor_get_f32(g.get("head"));
     timings.encode_ms = enc_timer.ms();
     if (dump_enabled()) {
-        const int64_t d = enc_.hp_.d_model, T = FastConformer::subsampled_length(mel.n_valid);
+        const int64_t d = enc_.hp_.d_model, T = enc_.conformer_.subsampled_length(mel.n_valid);
         dump_f32("pre_encode", tensor_get_f32(g.get("pre_encode")), {T, d});
         dump_f32("enc_layer_0", tensor_get_f32(g.get("enc_layer_0")), {T, d});
         const std::vector<float> last = tensor_get_f32(g.get("enc_layer_last"));

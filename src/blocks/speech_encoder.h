@@ -46,11 +46,15 @@ public:
         // timings.mel_ms / encode_ms and writes mel, pre_encode, enc_layer_0, enc_layer_last, enc_out
         // under TRANSCRIBE_DUMP_DIR.
         std::vector<float> operator()(Executor & exec, const float * pcm, size_t n, int n_threads, Timings & timings);
+        // The attention's reach of the runs that follow (models with limited contexts): one of the
+        // encoder's hparams().att_contexts.
+        void set_attention_context(const AttentionContext & context) { context_ = context; }
 
     private:
         const SpeechEncoder & enc_;
         Head                  head_;
         bool                  valid_only_ = false;
+        AttentionContext      context_ = enc_.hparams().att_contexts.front();
         GraphCache            graphs_;
     };
 

@@ -98,6 +98,18 @@ public:
         return head;
     }
 
+    // The run's attention context: the one it asked for if the model has it, else the model's default.
+    AttentionContext attention_context(const RunOptions & options) const {
+        const FastConformerHParams & hp = encoder_.hparams();
+        if (options.att_context_size.empty()) {
+            return hp.att_contexts.front();
+        }
+        if (options.att_context_size.size() != 2) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "an attention context is two numbers, left and right");
+        }
+        return hp.resolve({options.att_context_size[0], options.att_context_size[1]});
+    }
+
     // What the encoder stage ends with: the joint's encoder projection (transducer) or the CTC logits.
     ggml_tensor * encoder_head(ggml_context * ctx, ggml_tensor * enc, Head head) const {
         return head == Head::Transducer ? transducer_->project_encoder(ctx, enc) : ops::matmul(ctx, ctc_w_, enc, ctc_b_);
@@ -157,6 +169,9 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
     progress(options, 0.0f);
 
     const int T = model_.encoder_.frames(n_samples);
+    const AttentionContext context = model_.attention_context(options);
+    encode_transducer_.set_attention_context(context);
+    encode_ctc_.set_attention_context(context);
     const std::vector<float> head_out =
         (head == Head::Transducer ? encode_transducer_ : encode_ctc_)(exec_, pcm, n_samples, opt_.n_threads, timings_);
     check_abort("encoder");

@@ -60,6 +60,10 @@ struct RunOptions {
     float                    hotword_weight = 1.0f;
     // Context for the chat prompt (models whose info says text_prompt): text before the instruction.
     std::string prompt;
+    // FastConformer models trained with limited attention contexts (cache-aware streaming ones): the
+    // [left, right] frames each frame's attention reaches, one of the model's (NeMo's
+    // set_default_att_context_size); empty: the model's default.
+    std::vector<int> att_context_size;
     // Teacher forcing and inspection (tests, parity checks): feed these ids instead of the argmax, and
     // collect the logits that produced each generated position.
     const std::vector<int32_t> *      force_tokens = nullptr;

@@ -91,6 +91,26 @@ ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_t
     return ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));              // [hd, H, T]
 }
 
+ggml_tensor * rel_pos_attention_masked(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                       ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, ggml_tensor * mask) {
+    const int64_t Tq = q->ne[2], Tk = k->ne[2], H = q->ne[1], R = p->ne[2];
+    if (R < Tq + Tk - 1 || Tk < Tq || mask->ne[0] != Tk || mask->ne[1] < Tq) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "rel_pos_attention_masked: positions, keys or mask do not fit the queries");
+    }
+    ggml_tensor * q_u = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bias_u), 0, 2, 1, 3)); // [hd, Tq, H]
+    ggml_tensor * q_v = ggml_cont(ctx, ggml_permute(ctx, ggml_add(ctx, q, bias_v), 0, 2, 1, 3));
+    ggml_tensor * ac  = ggml_mul_mat(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), q_u); // [Tk keys, Tq queries, H]
+    ggml_tensor * bd  = ggml_mul_mat(ctx, ggml_permute(ctx, p, 0, 2, 1, 3), q_v); // [R, Tq, H]
+    // Query i stands for frame Tk-Tq+i: entry (i, j) takes relative position Tk-Tq+i-j, raw column
+    // Tq-1-i+j of row i, a strided view as in rel_pos_attention_ggml.
+    ggml_tensor * bd_shifted = ggml_view_3d(ctx, bd, Tk, Tq, H, size_t(R - 1) * sizeof(float), bd->nb[2],
+                                            size_t(Tq - 1) * sizeof(float));
+    ggml_tensor * attn = ggml_soft_max_ext(ctx, ggml_add(ctx, ac, bd_shifted), mask, scale, 0.0f); // [Tk, Tq, H]
+    ggml_tensor * v_t  = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [Tk, hd, H]
+    ggml_tensor * o    = ggml_mul_mat(ctx, v_t, attn);                     // [hd, Tq, H]
+    return ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3));              // [hd, H, Tq]
+}
+
 ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale) {
     auto by_head = [&](ggml_tensor * t) { return ggml_cont(ctx, ggml_permute(ctx, t, 0, 2, 1, 3)); }; // [hd, T, H]
     ggml_tensor * attn = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, by_head(k), by_head(q)), nullptr, scale, 0.0f); // [T, T, H]

@@ -48,6 +48,14 @@ ggml_type rel_pos_position_type(int64_t hd, int64_t H, int64_t T, const ggml_ten
 ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale,
                              const ggml_tensor * layer_weight);
 ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale);
+// Relative-position attention under a mask, over keys that may reach before the queries (NeMo's
+// cache-aware streaming: the cached frames of earlier chunks, then this chunk's): q [head_dim, heads, Tq]
+// the last Tq of the Tk frames k, v [head_dim, heads, Tk] stand for; p [head_dim, heads, R >= Tq + Tk - 1]
+// (column r: relative position Tk-1-r, as for a window of Tk frames); mask [Tk, Tq] F32, 0 where query i
+// may see key j, -INFINITY where not (every query must see one key). Scores as rel_pos_attention's, in
+// F32, by ggml's ops. Returns [head_dim, heads, Tq].
+ggml_tensor * rel_pos_attention_masked(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
+                                       ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, ggml_tensor * mask);
 // The same in ggml's own ops, for any backend: what rel_pos_attention builds where our kernel does not run.
 ggml_tensor * rel_pos_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                      ggml_tensor * bias_u, ggml_tensor * bias_v, float scale);

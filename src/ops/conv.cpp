@@ -26,13 +26,18 @@ bool glu_conv_op_applies(const ggml_tensor * y, const ggml_tensor * kernel, cons
 namespace ops {
 
 ggml_tensor * conv_then_depthwise(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias,
-                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask) {
-    if (conv_then_depthwise_op_applies(x, kernel, bias, mask, dw_kernel, dw_bias, dw_mask)) {
+                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask,
+                                  bool causal) {
+    if (!causal && conv_then_depthwise_op_applies(x, kernel, bias, mask, dw_kernel, dw_bias, dw_mask)) {
         return conv_then_depthwise_op(ctx, x, kernel, bias, mask, dw_kernel, dw_bias, dw_mask);
+    }
+    const int pad = causal ? 0 : 1;
+    if (causal) {
+        x = ggml_pad_ext(ctx, x, 2, 1, 2, 1, 0, 0, 0, 0);
     }
     // An F32 im2col (ggml_conv_2d would round the input to F16) and a product; the 9-long patches are
     // zero-padded to 16, which ggml's fast F32 matmul needs.
-    ggml_tensor * cols = ggml_im2col(ctx, kernel, ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, 1), 2, 2, 1, 1, 1, 1,
+    ggml_tensor * cols = ggml_im2col(ctx, kernel, ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, 1), 2, 2, pad, pad, 1, 1,
                                      true, GGML_TYPE_F32); // [9, W', H', 1]
     const int64_t OW = cols->ne[1], OH = cols->ne[2], C = kernel->ne[3], patch = cols->ne[0];
     ggml_tensor * patches = ggml_reshape_2d(ctx, cols, patch, OW * OH);
@@ -42,18 +47,29 @@ ggml_tensor * conv_then_depthwise(ggml_context * ctx, ggml_tensor * x, ggml_tens
         filters = ggml_pad(ctx, filters, extra, 0, 0, 0);
     }
     ggml_tensor * y = ggml_reshape_3d(ctx, ggml_add(ctx, ggml_mul_mat(ctx, filters, patches), bias), C, OW, OH);
-    return depthwise_conv(ctx, ggml_mul(ctx, ggml_relu(ctx, y), mask), dw_kernel, dw_bias, dw_mask);
+    return depthwise_conv(ctx, ggml_mul(ctx, ggml_relu(ctx, y), mask), dw_kernel, dw_bias, dw_mask, causal);
 }
 
-ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask) {
-    if (depthwise_conv_op_applies(x, kernel, bias, mask)) {
+ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask,
+                             bool causal) {
+    if (!causal && depthwise_conv_op_applies(x, kernel, bias, mask)) {
         return depthwise_conv_op(ctx, x, kernel, bias, mask);
+    }
+    const int pad = causal ? 0 : 1;
+    if (causal) {
+        x = ggml_pad_ext(ctx, x, 0, 0, 2, 1, 2, 1, 0, 0);
     }
     ggml_tensor * whc = ggml_permute(ctx, x, 2, 0, 1, 3); // a [W, H, C] view with contiguous channels
     // That path wants the [3, 3, 1, C] kernel channels-last too (a 9 x C copy), as ggml's own test builds it.
     ggml_tensor * k = ggml_permute(ctx, ggml_cont(ctx, ggml_permute(ctx, kernel, 2, 3, 1, 0)), 3, 2, 0, 1);
-    ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, 1, 1, 1, 1); // laid out as its input
+    ggml_tensor * y = ggml_conv_2d_dw_direct(ctx, k, whc, 2, 2, pad, pad, 1, 1); // laid out as its input
     return ggml_mul(ctx, ggml_add(ctx, ggml_permute(ctx, y, 1, 2, 0, 3), bias), mask);
+}
+
+ggml_tensor * depthwise_conv_time(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel) {
+    const int64_t d = x->ne[0], T_ext = x->ne[1], K = kernel->ne[0];
+    ggml_tensor * tx = ggml_cont(ctx, ggml_transpose(ctx, x)); // [T + K - 1, d]
+    return ggml_reshape_2d(ctx, ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, tx, T_ext, d, 1), kernel), d, T_ext - K + 1);
 }
 
 ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel, ggml_tensor * bias) {

@@ -21,11 +21,18 @@ namespace ops {
 // [3, 3, 1, C], then (depthwise(y, dw_kernel) + dw_bias) * dw_mask: [C, W'', H''] (channels first; ' is
 // (n - 1) / 2 + 1; masks [C, 1, rows]). Our fused kernel (kernels/subsampling_conv.h) or an F32 im2col +
 // product and ggml's depthwise convolution.
+// CAUSAL (NeMo's CausalConv2D, cache-aware streaming models): each convolution pads 2 before and 1 after
+// in both dimensions instead of 1 each side, and ' is n / 2 + 1; ggml's ops then (our kernels pad 1).
 ggml_tensor * conv_then_depthwise(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias,
-                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask);
+                                  ggml_tensor * mask, ggml_tensor * dw_kernel, ggml_tensor * dw_bias, ggml_tensor * dw_mask,
+                                  bool causal = false);
 // (depthwise(x, kernel) + bias) * mask for x [C, W, H] (contiguous) and kernel [3, 3, 1, C]: [C, W', H'].
 // Our kernel or ggml's depthwise convolution.
-ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask);
+ggml_tensor * depthwise_conv(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias, ggml_tensor * mask,
+                             bool causal = false);
+// A depthwise convolution over time without padding: x [d, T + K - 1] (the caller's padding or cached
+// frames already in front and behind), kernel [K, d]: [d, T], out[c][t] = sum_k x[c][t + k] kernel[k][c].
+ggml_tensor * depthwise_conv_time(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel);
 // The Conformer conv module between its pointwise convs: silu(depthwise_conv(a * sigmoid(g)) + bias)
 // for y [2d, T] (a its rows 0..d-1, g rows d..2d-1), kernel [K, d] over time zero-padded by (K-1)/2 each
 // side: [d, T]. Our fused kernel (kernels/glu_conv.h) or ggml's ops.
