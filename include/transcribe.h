@@ -108,6 +108,11 @@ typedef struct transcribe_model_info {
     bool         hotwords;         /* transcribe_run_params.hotwords boost its greedy decoding (Parakeet) */
     bool         text_prompt;      /* transcribe_run_params.prompt is read as context (Canary-Qwen) */
     bool         language_detection; /* transcribe_run_params.language "auto" (or NULL) detects it (Whisper; appended) */
+    /* The attention contexts the encoder was trained with (cache-aware streaming FastConformers; appended):
+     * n_att_contexts {left, right} pairs, flat, the default first (transcribe_run_params.att_context_size).
+     * 0 / NULL: full attention only. */
+    int             n_att_contexts;
+    const int32_t * att_contexts;
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -393,6 +398,11 @@ typedef struct transcribe_run_params {
     int                       n_temperatures;
     int                       best_of;
     uint64_t                  seed;
+    /* FastConformer models trained with several attention contexts (NeMo's cache-aware streaming models,
+     * transcribe_model_info.att_contexts): {left, right}, the encoder frames each frame's attention
+     * reaches (NeMo's set_default_att_context_size; the right one is the lookahead). NULL: the model's
+     * default (its first). INVALID_ARG, naming the model's, for one it was not trained with. (Appended.) */
+    const int32_t *           att_context_size;
 } transcribe_run_params;
 
 TRANSCRIBE_API transcribe_run_params transcribe_run_params_init(void);

@@ -181,6 +181,9 @@ RecordingRequest run_request(const transcribe_run_params * p) {
     }
     r.options.best_of = p->best_of;
     r.options.seed    = p->seed;
+    if (p->att_context_size) {
+        r.options.att_context_size = {p->att_context_size[0], p->att_context_size[1]};
+    }
     if (p->decoder_type < TRANSCRIBE_DECODER_DEFAULT || p->decoder_type > TRANSCRIBE_DECODER_CTC) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "decoder_type %d is none of transcribe_decoder_type", int(p->decoder_type));
     }
@@ -389,6 +392,8 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->n_languages  = int(model->language_ptrs.size());
         out->languages    = model->language_ptrs.data();
         out->load_ms      = model->load_ms;
+        out->n_att_contexts = int(i.att_contexts.size() / 2);
+        out->att_contexts   = i.att_contexts.empty() ? nullptr : i.att_contexts.data();
         out->word_timestamps = i.word_timestamps;
         out->language_prompt = i.language_prompt;
         out->token_budget    = i.token_budget;
@@ -567,6 +572,7 @@ transcribe_run_params transcribe_run_params_init(void) {
     p.n_temperatures  = 0;
     p.best_of         = 0;
     p.seed            = 0;
+    p.att_context_size = nullptr;
     p.diarizer        = nullptr;
     p.diarize_params  = transcribe_diarize_params_init();
     return p;

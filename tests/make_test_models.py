@@ -70,6 +70,11 @@ def main():
         subprocess.run([sys.executable, str(whisper), "--checkpoint", str(fixtures / "whisper-tiny" / "model.pt"), "-o",
                         str(out / f"whisper-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "whisper-tiny"],
                        check=True)
+    # The cache-aware streaming models (streaming-tiny: a hybrid RNNT+CTC with four lookaheads, an EOU model).
+    for name, nemo in (("streaming-hybrid-tiny", fixtures / "streaming-tiny" / "model.nemo"),
+                       ("streaming-eou-tiny", fixtures / "streaming-tiny" / "eou" / "model.nemo")):
+        subprocess.run([sys.executable, a.parakeet_converter, "--nemo", str(nemo), "-o", str(out / f"{name}-f32.gguf"),
+                        "--outtype", "f32", "--name", name], check=True)
     v2 = Path(a.canary_aed_fixture).parent / "canary-aed-v2-tiny" / "model.nemo"
     subprocess.run([sys.executable, a.canary_aed_converter, "--nemo", str(v2), "-o", str(out / "canary-aed-v2-tiny-f32.gguf"),
                     "--outtype", "f32", "--name", "canary-aed-v2-tiny"], check=True)

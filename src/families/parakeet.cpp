@@ -66,6 +66,12 @@ public:
         info_.ctc_head        = ctc_w_ != nullptr;
         info_.token_budget    = false;
         info_.hotwords        = true;
+        if (encoder_.hparams().cache_aware()) {
+            for (const AttentionContext & c : encoder_.hparams().att_contexts) {
+                info_.att_contexts.push_back(c.left);
+                info_.att_contexts.push_back(c.right);
+            }
+        }
         file_->load_weights(device_);
         encoder_.prepare(*file_, device_);
         info_.sample_rate = encoder_.sample_rate();

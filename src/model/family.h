@@ -182,6 +182,9 @@ struct ModelInfo {
     bool text_prompt      = false;       // RunOptions::prompt is read as context (Canary-Qwen)
     bool language_detection = false;     // RunOptions::language "auto" (or empty) detects it (Whisper)
     int  frame_ms         = 0;           // its output frames' duration (frame-level heads: Parakeet), else 0
+    // The attention contexts a FastConformer was trained with, [left, right] pairs flat, the default
+    // first (RunOptions::att_context_size); empty: full attention only.
+    std::vector<int32_t> att_contexts;
 };
 
 class Model {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@ struct TaskOptions {
     std::vector<float> temperatures {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f}; // openai-whisper's CLI: 0, falling back by 0.2
     int         best_of = 5;
     uint64_t    seed    = 0;
+    std::vector<int32_t> att_context_size; // [left, right]; empty: the model's default
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language,
@@ -58,6 +60,18 @@ struct TaskOptions {
             ->delimiter(',');
         app.add_option("--best-of", best_of, "Whisper: samples drawn at each temperature above 0 (default 5)")->check(CLI::Range(1, 8));
         app.add_option("--seed", seed, "Whisper: the seed of the sampling generator (default 0)");
+        app.add_option_function<std::string>(
+            "--att-context-size",
+            [this](const std::string & arg) {
+                int left = 0, right = 0;
+                char end = 0;
+                if (std::sscanf(arg.c_str(), "%d,%d%c", &left, &right, &end) != 2) {
+                    throw CLI::ValidationError("--att-context-size", "expects L,R (two integers), got " + arg);
+                }
+                att_context_size = {left, right};
+            },
+            "L,R: the encoder frames each frame's attention reaches, left and right (cache-aware streaming models: "
+            "one of the contexts they were trained with, NeMo's att_context_size; default: the model's first)");
     }
 
     // --hotwords as the C API takes it, one phrase a line: the file's lines where a file is at that path
@@ -95,6 +109,7 @@ struct TaskOptions {
         rp.n_temperatures = int(temperatures.size());
         rp.best_of        = best_of;
         rp.seed           = seed;
+        rp.att_context_size = att_context_size.empty() ? nullptr : att_context_size.data();
         rp.no_punctuation  = no_pnc;
         decoder_type_from_name(decoder_type, &rp.decoder_type); // CLI11 let only the known names through
     }
