@@ -32,6 +32,7 @@ public:
     // NeMo's preprocessor output for the audio; VALID_ONLY: cut to the valid frames (no padded one).
     MelFeatures mel(const float * pcm, size_t n, int n_threads, bool valid_only) const;
     const FastConformer & conformer() const { return conformer_; }
+    const MelFrontend & mel_frontend() const { return *mel_; }
 
     // The head maps the encoder output [d_model, T] to what the family needs.
     using Head = std::function<ggml_tensor *(ggml_context *, ggml_tensor *)>;

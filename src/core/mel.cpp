@@ -193,6 +193,39 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     return out;
 }
 
+std::vector<float> MelFrontend::frames(const float * samples, int64_t samples_start, size_t n_samples, int64_t n_total,
+                                       int first, int count, int n_threads) const {
+    if (cfg_.variant != MelConfig::Variant::Nemo || cfg_.per_feature) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "mel frames a chunk at a time: only NeMo's log-mel without normalisation");
+    }
+    const int64_t pad = cfg_.n_fft / 2, held_end = samples_start + int64_t(n_samples);
+    const int64_t valid = n_total < 0 ? INT64_MAX : n_total / cfg_.hop_length;
+    const double  preemph = double(cfg_.preemph);
+    const int64_t need_begin = std::max<int64_t>(0, frame_first_sample(first));
+    int64_t need_end = frame_end_sample(first + count - 1);
+    if (n_total >= 0) {
+        need_end = std::min(need_end, n_total);
+    }
+    if (count <= 0 || need_begin < samples_start || need_end > held_end) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "mel frames %d..%d read samples that are not held", first, first + count);
+    }
+    auto sample_at = [&](int64_t i) { return double(samples[i - samples_start]); }; // within the frames' span
+    auto emphasised = [&](int64_t j) { // sample j of frame FIRST's padded signal
+        const int64_t i = int64_t(first) * cfg_.hop_length + j - pad;
+        if (i < 0 || (n_total >= 0 && i >= n_total)) {
+            return 0.0;
+        }
+        return i == 0 ? sample_at(0) : sample_at(i) - preemph * sample_at(i - 1);
+    };
+    std::vector<float> out(size_t(cfg_.n_mels) * size_t(count), 0.0f);
+    filterbank_frames(count, n_threads, emphasised, [&](int m, int t, double acc) {
+        if (first + t < valid) { // NeMo's frames from the valid length on hold the pad value, 0
+            out[size_t(m) * size_t(count) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));
+        }
+    });
+    return out;
+}
+
 MelFeatures MelFrontend::compute_whisper(const float * samples, size_t n, int n_threads) const {
     const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_mels = cfg_.n_mels;
     // The signal log_mel_spectrogram sees: the audio, then pad zeros; torch.stft's centring reflects it.

@@ -48,6 +48,15 @@ public:
     explicit MelFrontend(MelConfig config);
     ~MelFrontend();
     MelFeatures compute(const float * samples, size_t n, int n_threads) const;
+    // NeMo's log-mel without normalisation (models streamed a chunk at a time: "NA"), frames [FIRST, FIRST +
+    // COUNT) of a signal of N_TOTAL samples (< 0: not known yet; every frame asked must then lie inside the
+    // samples held), the samples [SAMPLES_START, SAMPLES_START + N_SAMPLES) of it in SAMPLES (every sample
+    // those frames read). The same values as compute() gives those frames. Channel-major [n_mels][count].
+    std::vector<float> frames(const float * samples, int64_t samples_start, size_t n_samples, int64_t n_total, int first,
+                              int count, int n_threads) const;
+    // The first sample frame T reads (its preemphasis included), and the sample after its last.
+    int64_t frame_first_sample(int t) const { return int64_t(t) * cfg_.hop_length - cfg_.n_fft / 2 - 1; }
+    int64_t frame_end_sample(int t) const { return int64_t(t) * cfg_.hop_length + cfg_.n_fft / 2; }
     const MelConfig & config() const { return cfg_; }
 
 private:

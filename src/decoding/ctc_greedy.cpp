@@ -4,25 +4,31 @@
 
 namespace transcribe {
 
+void CtcGreedy::feed(const float * logits, int T, std::vector<TimedToken> & out) {
+    if (previous_ < 0) {
+        previous_ = blank_;
+    }
+    for (int i = 0; i < T; ++i, ++t_) {
+        const float * row = logits + size_t(i) * size_t(n_classes_);
+        int id = int(std::max_element(row, row + n_classes_) - row);
+        if (boost_ && id != blank_ && id != previous_) {
+            id = boost_->pick(row, previous_ == blank_ ? -1 : previous_);
+            boost_->emit(id);
+        }
+        if (id != blank_ && (id != previous_ || previous_ == blank_)) {
+            // The first token is also the first non-blank frame.
+            const int64_t start = emitted_ ? end_ : std::max<int64_t>(0, t_ - 1);
+            end_     = t_;
+            emitted_ = true;
+            out.push_back({id, start, end_});
+        }
+        previous_ = id;
+    }
+}
+
 std::vector<TimedToken> ctc_greedy(const float * logits, int T, int n_classes, int blank, PhraseBoost * boost) {
     std::vector<TimedToken> tokens;
-    int     previous = blank;
-    int64_t end      = 0;
-    for (int t = 0; t < T; ++t) {
-        const float * row = logits + size_t(t) * size_t(n_classes);
-        int id = int(std::max_element(row, row + n_classes) - row);
-        if (boost && id != blank && id != previous) {
-            id = boost->pick(row, previous == blank ? -1 : previous);
-            boost->emit(id);
-        }
-        if (id != blank && (id != previous || previous == blank)) {
-            // The first token is also the first non-blank frame.
-            const int64_t start = tokens.empty() ? std::max(0, t - 1) : end;
-            end = t;
-            tokens.push_back({id, start, end});
-        }
-        previous = id;
-    }
+    CtcGreedy(n_classes, blank, boost).feed(logits, T, tokens);
     return tokens;
 }
 

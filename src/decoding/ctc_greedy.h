@@ -18,4 +18,20 @@ namespace transcribe {
 // previous frame's id), and the tree follows it.
 std::vector<TimedToken> ctc_greedy(const float * logits, int T, int n_classes, int blank, PhraseBoost * boost = nullptr);
 
+// The same over frames that come a few at a time (a stream's steps): each feed() folds its frames after
+// the frames before them, as one ctc_greedy over all of them would (a repeat across feeds folds too).
+class CtcGreedy {
+public:
+    CtcGreedy(int n_classes, int blank, PhraseBoost * boost = nullptr) : n_classes_(n_classes), blank_(blank), boost_(boost) {}
+    // T more frames; appends the tokens they emit to OUT (times in frames of the whole sequence).
+    void feed(const float * logits, int T, std::vector<TimedToken> & out);
+
+private:
+    int           n_classes_, blank_;
+    PhraseBoost * boost_;
+    int           previous_ = -1; // the previous frame's id (-1: none yet, as a blank)
+    int64_t       t_ = 0, end_ = 0;
+    bool          emitted_ = false;
+};
+
 } // namespace transcribe

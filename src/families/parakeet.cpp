@@ -4,6 +4,7 @@
 // (EncDecCTCModelBPE: a linear layer over every frame, the frames' argmaxes folded); a hybrid
 // (EncDecHybridRNNTCTCBPEModel) has both over one encoder and runs either (the transducer unless asked).
 // SentencePiece text and NeMo's token / word / segment times, each head's token times by its own rules.
+#include "blocks/cache_aware_stream.h"
 #include "blocks/speech_encoder.h"
 #include "blocks/transducer.h"
 #include "core/npy.h"
@@ -76,6 +77,16 @@ public:
         encoder_.prepare(*file_, device_);
         info_.sample_rate = encoder_.sample_rate();
         info_.frame_ms    = encoder_.frame_ms();
+        try { // a model trained for cache-aware streaming at its default context streams natively
+            CacheAwareStreamingConfig::from(encoder_.hparams(), encoder_.hparams().att_contexts.front());
+            info_.native_streaming = true;
+        } catch (const Error &) {
+        }
+        for (int32_t id = 0; id < vocab_; ++id) {
+            if (tokenizer_->piece(id) == "<EOU>") { // the end-of-utterance models' turn end
+                info_.end_of_turn_token = id;
+            }
+        }
     }
 
     std::unique_ptr<Session> new_session(const SessionOptions & options) override;
@@ -146,12 +157,23 @@ public:
     }
 
     Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) override;
+    std::unique_ptr<NativeStream> open_stream(const RunOptions & options) override;
 
 private:
     // The greedy decoders: tokens into OUT, each token's NeMo offsets (frames) into TIMED.
     // BOOST: the run's hotwords, or null.
     void decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options, PhraseBoost * boost,
                            Transcript & out, std::vector<TimedToken> & timed);
+    // The label-looping loop from AT over frames up to T, ENC_PROJ holding rows FIRST_ROW on; AT is where
+    // it stopped (a stream's next step goes on from there).
+    struct TransducerProgress {
+        int t        = 0;
+        int on_frame = 0;
+    };
+    void decode_transducer_frames(const float * enc_proj, int first_row, int T, TransducerProgress & at,
+                                  const RunOptions & options, PhraseBoost * boost, Transcript & out,
+                                  std::vector<TimedToken> & timed);
+    friend class ParakeetStream;
     void decode_ctc(const std::vector<float> & logits, int T, const RunOptions & options, PhraseBoost * boost,
                     Transcript & out, std::vector<TimedToken> & timed);
 
@@ -162,6 +184,104 @@ private:
 
 std::unique_ptr<Session> ParakeetModel::new_session(const SessionOptions & options) {
     return std::make_unique<ParakeetSession>(*this, options);
+}
+
+// NeMo's cache-aware streaming (conformer_stream_step): each encoder step's frames decoded as they come,
+// the decoder's state carried from step to step (the transducer's LSTM state and frame, or CTC's previous
+// frame), so the tokens are those one decode of all the steps' frames gives.
+class ParakeetStream final : public NativeStream {
+public:
+    ParakeetStream(ParakeetSession & session, const RunOptions & options)
+        : session_(session), model_(session.model_), options_(options), head_(model_.head_for(options.decoder_type)),
+          encoder_(model_.encoder_, model_.attention_context(options),
+                   [this](ggml_context * ctx, ggml_tensor * enc) { return model_.encoder_head(ctx, enc, head_); },
+                   head_ == Head::Transducer ? model_.transducer_->hparams().joint_hidden : model_.vocab_ + 1) {
+        options_.step_logits = nullptr;
+        if (!options.hotwords.empty()) {
+            tree_  = std::make_unique<PhraseBoostingTree>(PhraseBoostingTree::from_text(options.hotwords, model_.tokenizer(), model_.vocab_));
+            boost_ = std::make_unique<PhraseBoost>(*tree_, options.hotword_weight);
+        }
+        if (head_ == Head::Transducer) {
+            session_.state_->start();
+        } else {
+            ctc_ = std::make_unique<CtcGreedy>(model_.vocab_ + 1, model_.vocab_, boost_.get());
+        }
+    }
+
+    void push(const float * pcm, size_t n) override {
+        std::vector<CacheAwareEncoderStream::Step> steps;
+        encoder_.push(session_.exec_, pcm, n, session_.opt_.n_threads, steps);
+        decode(steps);
+    }
+    void finish() override {
+        std::vector<CacheAwareEncoderStream::Step> steps;
+        encoder_.finish(session_.exec_, session_.opt_.n_threads, steps);
+        decode(steps);
+    }
+    std::vector<StreamStep> take_steps() override { return std::move(ready_); }
+    const std::vector<int32_t> & tokens() const override { return transcript_.tokens; }
+    std::string text() const override {
+        const SubwordRules & rules = head_ == Head::Transducer ? model_.rules_ : model_.ctc_rules_;
+        return strip_space_before_punctuation(model_.tokenizer().decode(transcript_.tokens), rules);
+    }
+
+private:
+    void decode(const std::vector<CacheAwareEncoderStream::Step> & steps) {
+        const int64_t audio_ms = encoder_.samples_pushed() * 1000 / model_.info().sample_rate;
+        const int     hop_ms   = model_.encoder_.frame_ms() / 8;
+        for (const CacheAwareEncoderStream::Step & s : steps) {
+            const size_t before = transcript_.tokens.size();
+            if (head_ == Head::Transducer) {
+                session_.decode_transducer_frames(s.head_out.data(), s.first_frame, s.first_frame + s.frames, at_,
+                                                  options_, boost_.get(), transcript_, timed_);
+            } else {
+                const size_t from = timed_.size();
+                ctc_->feed(s.head_out.data(), s.frames, timed_);
+                for (size_t i = from; i < timed_.size(); ++i) {
+                    transcript_.tokens.push_back(timed_[i].id);
+                }
+            }
+            StreamStep out;
+            out.index        = s.index;
+            out.audio_end_ms = std::min(audio_ms, int64_t(s.mel_end) * hop_ms);
+            out.tokens.assign(transcript_.tokens.begin() + long(before), transcript_.tokens.end());
+            // Until the text starts, all of it is new: the whole decode, its leading space trimmed as text()'s.
+            out.text      = text_started_ ? delta_text(before) : model_.tokenizer().decode(transcript_.tokens);
+            text_started_ = text_started_ || !out.text.empty();
+            ready_.push_back(std::move(out));
+        }
+    }
+
+    // The text the tokens from FIRST (> 0) on add, as they join onto the ones before (word-initial spaces
+    // kept): the pieces after the previous token, decoded with it, past its own text.
+    std::string delta_text(size_t first) const {
+        const Tokenizer & tok = model_.tokenizer();
+        const std::vector<int32_t> & all = transcript_.tokens;
+        if (first == all.size()) {
+            return "";
+        }
+        const std::vector<int32_t> with_previous(all.begin() + long(first) - 1, all.end());
+        const std::string previous = tok.decode_bytes({all[first - 1]}), joined = tok.decode_bytes(with_previous);
+        return joined.compare(0, previous.size(), previous) == 0 ? joined.substr(previous.size()) : joined;
+    }
+
+    ParakeetSession &       session_;
+    const ParakeetModel &   model_;
+    RunOptions              options_;
+    Head                    head_;
+    CacheAwareEncoderStream encoder_;
+    std::unique_ptr<PhraseBoostingTree> tree_;
+    std::unique_ptr<PhraseBoost>        boost_;
+    std::unique_ptr<CtcGreedy>          ctc_;
+    ParakeetSession::TransducerProgress at_;
+    Transcript                          transcript_;
+    std::vector<TimedToken>             timed_;
+    std::vector<StreamStep>             ready_;
+    bool                                text_started_ = false;
+};
+
+std::unique_ptr<NativeStream> ParakeetSession::open_stream(const RunOptions & options) {
+    return std::make_unique<ParakeetStream>(*this, options);
 }
 
 int argmax(const float * v, int n) { return int(std::max_element(v, v + n) - v); }
@@ -237,7 +357,7 @@ Transcript ParakeetSession::run(const float * pcm, size_t n_samples, const RunOp
 void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int T, const RunOptions & options,
                                         PhraseBoost * boost, Transcript & out, std::vector<TimedToken> & timed) {
     const TransducerHParams & hp = model_.transducer_->hparams();
-    const int J = hp.joint_hidden, V1 = hp.vocab + 1;
+    const int J = hp.joint_hidden;
     TransducerState & state = *state_;
     dump_f32("joint_enc_proj", enc_proj, {T, J});
     state.start();
@@ -245,10 +365,20 @@ void ParakeetSession::decode_transducer(const std::vector<float> & enc_proj, int
     dump_f32("pred_state_sos_h", state.h(), {hp.pred_layers, hp.pred_hidden});
     dump_f32("pred_state_sos_c", state.c(), {hp.pred_layers, hp.pred_hidden});
     dump_f32("joint_pred_proj_sos", state.pred_proj(), {J});
+    TransducerProgress at;
+    decode_transducer_frames(enc_proj.data(), 0, T, at, options, boost, out, timed);
+}
+
+void ParakeetSession::decode_transducer_frames(const float * enc_proj, int first_row, int T, TransducerProgress & at,
+                                               const RunOptions & options, PhraseBoost * boost, Transcript & out,
+                                               std::vector<TimedToken> & timed) {
+    const TransducerHParams & hp = model_.transducer_->hparams();
+    const int J = hp.joint_hidden, V1 = hp.vocab + 1;
+    TransducerState & state = *state_;
     const bool tdt = hp.extra > 0; // else RNNT: no durations
-    int on_frame = 0;
-    for (int t = 0; t < T;) {
-        const std::vector<float> & logits = state.joint(&enc_proj[size_t(t) * size_t(J)]);
+    int & t = at.t, & on_frame = at.on_frame;
+    while (t < T) {
+        const std::vector<float> & logits = state.joint(&enc_proj[size_t(t - first_row) * size_t(J)]);
         if (options.step_logits) {
             options.step_logits->push_back(logits);
         }

@@ -144,9 +144,38 @@ struct BatchJob {
 using JobSource = std::function<bool(BatchJob & job)>;
 using JobDone   = std::function<void(size_t id, Transcript * transcript, std::exception_ptr error)>;
 
+// One step of a model that transcribes as it hears (NeMo's cache-aware streaming): the tokens an encoder
+// step decoded.
+struct StreamStep {
+    int                  index = 0;
+    int64_t              audio_end_ms = 0; // the audio its chunk reached (the last: the whole)
+    std::vector<int32_t> tokens;           // decoded in this step
+    // What they add to the text, the pieces as they join (the stream's first leading space trimmed): the
+    // steps' texts joined are the transcript before its clean-up (a space before punctuation dropped).
+    std::string          text;
+};
+
+// A live stream through such a model: audio pushed as it comes, each chunk's step run once it is complete.
+// It uses its session's executor and decoder state: one stream (and no run) at a time per session.
+class NativeStream {
+public:
+    virtual ~NativeStream() = default;
+    virtual void push(const float * pcm, size_t n_samples) = 0;
+    // The audio ended: the steps left run.
+    virtual void finish() = 0;
+    // The steps run since the last call.
+    virtual std::vector<StreamStep> take_steps() = 0;
+    // Every token so far and the transcript they make (NeMo's streaming hypothesis).
+    virtual const std::vector<int32_t> & tokens() const = 0;
+    virtual std::string text() const = 0;
+};
+
 class Session {
 public:
     virtual ~Session() = default;
+    // A stream through a model whose info says native_streaming (OPTIONS: its attention context, head);
+    // INVALID_ARG for any other.
+    virtual std::unique_ptr<NativeStream> open_stream(const RunOptions & options);
     // pcm: mono samples at the model's rate. Throws Error (ABORTED, INPUT_TOO_LONG, ...).
     virtual Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) = 0;
     // Jobs from NEXT until it has none and none is running, up to max_batch() of them decoded together
@@ -185,6 +214,8 @@ struct ModelInfo {
     // The attention contexts a FastConformer was trained with, [left, right] pairs flat, the default
     // first (RunOptions::att_context_size); empty: full attention only.
     std::vector<int32_t> att_contexts;
+    bool    native_streaming = false;    // Session::open_stream: it transcribes as it hears (cache-aware models)
+    int32_t end_of_turn_token = -1;      // its token that ends a speaker's turn (<EOU>), or -1
 };
 
 class Model {

@@ -20,6 +20,11 @@ void add_timings(Timings & total, const Timings & t) {
     total.n_verify_steps += t.n_verify_steps;
 }
 
+std::unique_ptr<NativeStream> Session::open_stream(const RunOptions &) {
+    fail(TRANSCRIBE_ERR_INVALID_ARG, "this model does not transcribe as it hears (only cache-aware streaming models "
+         "do): stream it with turns found by a VAD instead");
+}
+
 void Session::run_batch(const JobSource & next, const JobDone & done) {
     Timings  total;
     BatchJob job;
