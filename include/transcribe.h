@@ -113,6 +113,10 @@ typedef struct transcribe_model_info {
      * 0 / NULL: full attention only. */
     int             n_att_contexts;
     const int32_t * att_contexts;
+    /* It transcribes as it hears (NeMo's cache-aware streaming models): transcribe_native_stream_open. */
+    bool            native_streaming;
+    /* Its token that ends a speaker's turn (the end-of-utterance models' <EOU>), or -1. */
+    int32_t         end_of_turn_token;
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);
@@ -545,6 +549,41 @@ TRANSCRIBE_API transcribe_status transcribe_stream_decode(transcribe_stream * st
                                                           const transcribe_run_params * params);
 /* The next event, false when there is none. */
 TRANSCRIBE_API bool transcribe_stream_next_event(transcribe_stream * stream, transcribe_stream_event * out);
+
+/* ---------------------------------------------------------------- native streams */
+/* A stream through a model that transcribes as it hears (transcribe_model_info.native_streaming: NeMo's
+ * cache-aware streaming FastConformers): samples pushed as they come; each chunk of audio (the model's
+ * lookahead, transcribe_run_params.att_context_size's right context, decides its length) goes through the
+ * encoder once, with the caches of the chunks before, as soon as it is complete, and its tokens are
+ * decoded at once, the decoder's state carried on: a step. The steps' tokens joined are NeMo's streaming
+ * transcript. The stream uses SESSION (its executor and decoder state) until it is freed: no run on that
+ * session meanwhile. An end-of-utterance model says where a turn ends with its end_of_turn_token. */
+typedef struct transcribe_native_stream transcribe_native_stream;
+
+typedef struct transcribe_stream_step {
+    int64_t         index;        /* 0, 1, ... */
+    int64_t         audio_end_ms; /* the audio heard when it ran (its chunk's end) */
+    int             n_tokens;     /* the ids this step decoded */
+    const int32_t * tokens;       /* valid until the next transcribe_native_stream_next_step or free */
+    const char *    text;         /* what they add to the text: the steps' texts joined are the transcript
+                                     before its clean-up (a space before punctuation dropped); same lifetime */
+} transcribe_stream_step;
+
+/* PARAMS: att_context_size (the lookahead), decoder_type, hotwords; NULL: the model's defaults.
+ * INVALID_ARG for a model that does not stream natively, naming the alternative. */
+TRANSCRIBE_API transcribe_status transcribe_native_stream_open(transcribe_session * session,
+                                                               const transcribe_run_params * params,
+                                                               transcribe_native_stream ** out_stream);
+TRANSCRIBE_API void transcribe_native_stream_free(transcribe_native_stream * stream);
+/* Mono samples at the model's rate; runs every step whose chunk is complete. */
+TRANSCRIBE_API transcribe_status transcribe_native_stream_push(transcribe_native_stream * stream, const float * pcm,
+                                                               size_t n_samples);
+/* The audio ended: runs the steps left. Pushing after it is INVALID_ARG. */
+TRANSCRIBE_API transcribe_status transcribe_native_stream_finish(transcribe_native_stream * stream);
+/* The next step run and not yet taken; false when there is none. */
+TRANSCRIBE_API bool transcribe_native_stream_next_step(transcribe_native_stream * stream, transcribe_stream_step * out);
+/* The transcript so far (NeMo's streaming hypothesis text), valid until the next call on the stream. */
+TRANSCRIBE_API const char * transcribe_native_stream_text(transcribe_native_stream * stream);
 
 typedef struct transcribe_timings {
     double load_ms;

@@ -15,6 +15,12 @@
       --preset full-v3 / small-v3  the same with parakeet-tdt-0.6b-v3's 8192-piece vocabulary
     The config is the bundled parakeet-tdt-tiny fixture's with the dimensions changed; the 1024-piece
     tokenizer is trained (SentencePiece BPE, as NeMo's create_spt_model) on /usr/share/common-licenses.
+  --family parakeet-streaming: F32 weights, OUT/model.nemo (EncDecRNNTBPEModel, a cache-aware streaming encoder:
+    causal subsampling and convolutions, the conv module's LayerNorm, biases, chunked_limited attention)
+      --preset full   nvidia/nemotron-speech-streaming-en-0.6b's shapes (parakeet-tdt-0.6b-v2's encoder and
+                      prediction net, an RNNT joint, lookaheads [70, 13], [70, 6], [70, 1], [70, 0])
+      --preset small  toy sizes
+    The config is the bundled streaming-tiny fixture's end-of-utterance RNNT model's, dimensions changed.
   --family canary-aed: F32 weights, OUT/model.nemo (EncDecMultiTaskModel)
       --preset full   nvidia/canary-1b-flash's shapes (encoder 32 x 1024 with biases, decoder 4 x 1024, 8 heads,
                       inner 4096, max length 1024, 5248 vocabulary rows): ~3.6 GB
@@ -47,6 +53,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_common import subsampled_features  # noqa: E402  (the converter's own rule)
 
 PRESETS = {
     "full": dict(d_model=1024, enc_layers=32, enc_heads=8, sub_channels=256, n_mels=128, conv_kernel=9,
@@ -239,17 +247,26 @@ PARAKEET_PRESETS = {
 PARAKEET_PRESETS["full-v3"] = dict(PARAKEET_PRESETS["full"], vocab=8192)
 PARAKEET_PRESETS["small-v3"] = dict(PARAKEET_PRESETS["small"], vocab=8192)
 PARAKEET_FIXTURE = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
+# Cache-aware streaming RNNT models: nvidia/nemotron-speech-streaming-en-0.6b's shapes (its lookaheads 0, 80,
+# 480 and 1040 ms: att_context_size [70, 13], [70, 6], [70, 1], [70, 0]).
+STREAMING_PRESETS = {
+    "full": dict(PARAKEET_PRESETS["full"], att_context_size=[[70, 13], [70, 6], [70, 1], [70, 0]]),
+    "small": dict(PARAKEET_PRESETS["small"], att_context_size=[[70, 13], [70, 6], [70, 1], [70, 0]]),
+}
+STREAMING_FIXTURE = ROOT / "tests" / "fixtures" / "streaming-tiny" / "eou" / "model.nemo"
 
 
-def nemo_encoder_tensors(p: dict, rng, use_bias: bool):
+def nemo_encoder_tensors(p: dict, rng, use_bias: bool, streaming: bool = False):
     """(NeMo name, float32 array) of the preprocessor and FastConformer in the checkpoint's order; with
-    use_bias the layers' linear and convolution biases too (Canary's encoders; Parakeet's have none)."""
+    use_bias the layers' linear and convolution biases too (Canary's encoders; Parakeet's have none);
+    STREAMING: a cache-aware model's (causal subsampling: more frequency bins; the conv module's LayerNorm)."""
     d, C, H = p["d_model"], p["sub_channels"], p["heads"]
     normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
     yield "preprocessor.featurizer.window", np.hanning(400).astype(np.float32)
     yield "preprocessor.featurizer.fb", slaney_filterbank(p["n_mels"])
     e = "encoder.pre_encode."
-    yield e + "out.weight", normal((d, C * p["n_mels"] // 8), (C * p["n_mels"] // 8) ** -0.5)
+    bins = subsampled_features(p["n_mels"], streaming)
+    yield e + "out.weight", normal((d, C * bins), (C * bins) ** -0.5)
     yield e + "out.bias", normal((d,), 0.02)
     for k, shape in (("0", (C, 1, 3, 3)), ("2", (C, 1, 3, 3)), ("3", (C, C, 1, 1)), ("5", (C, 1, 3, 3)), ("6", (C, C, 1, 1))):
         yield e + f"conv.{k}.weight", normal(shape, (shape[1] * 9 if shape[2] == 3 else shape[1]) ** -0.5)
@@ -277,18 +294,21 @@ def nemo_encoder_tensors(p: dict, rng, use_bias: bool):
         yield from bias(L + "conv.depthwise_conv.bias", d)
         yield L + "conv.batch_norm.weight", 1.0 + normal((d,), 0.1)
         yield L + "conv.batch_norm.bias", normal((d,), 0.02)
-        yield L + "conv.batch_norm.running_mean", normal((d,), 0.1)
-        yield L + "conv.batch_norm.running_var", rng.uniform(0.5, 1.5, d).astype(np.float32)
-        yield L + "conv.batch_norm.num_batches_tracked", np.array(0, dtype=np.int64)
+        if not streaming:  # a LayerNorm there has no statistics
+            yield L + "conv.batch_norm.running_mean", normal((d,), 0.1)
+            yield L + "conv.batch_norm.running_var", rng.uniform(0.5, 1.5, d).astype(np.float32)
+            yield L + "conv.batch_norm.num_batches_tracked", np.array(0, dtype=np.int64)
         yield L + "conv.pointwise_conv2.weight", normal((d, d, 1), d ** -0.5)
         yield from bias(L + "conv.pointwise_conv2.bias", d)
 
 
-def parakeet_tensors(p: dict, rng):
-    """(NeMo name, float32 array) in the checkpoint's order; use_bias=false conformer layers."""
+def parakeet_tensors(p: dict, rng, streaming: bool = False):
+    """(NeMo name, float32 array) in the checkpoint's order; use_bias=false conformer layers (a streaming
+    model's have biases, and its joint no durations: RNNT)."""
     d, V, P, J = p["d_model"], p["vocab"], p["pred"], p["joint"]
+    n_dur = 0 if streaming else 5
     normal = lambda shape, std: (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
-    yield from nemo_encoder_tensors(p, rng, use_bias=False)
+    yield from nemo_encoder_tensors(p, rng, use_bias=streaming, streaming=streaming)
     embed = normal((V + 1, P), 1.0)
     embed[V] = 0  # the blank row is the padding row
     yield "decoder.prediction.embed.weight", embed
@@ -302,12 +322,13 @@ def parakeet_tensors(p: dict, rng):
     yield "joint.pred.bias", normal((J,), 0.02)
     yield "joint.enc.weight", normal((J, d), d ** -0.5)
     yield "joint.enc.bias", normal((J,), 0.02)
-    yield "joint.joint_net.2.weight", normal((V + 1 + 5, J), J ** -0.5)
+    yield "joint.joint_net.2.weight", normal((V + 1 + n_dur, J), J ** -0.5)
     # Biases that make the random joint decode like a trained one: mostly blanks, tokens that move on
     # (a duration of 0 rare), so the decode does about the work a real transcript needs.
-    bias = normal((V + 1 + 5,), 0.02)
+    bias = normal((V + 1 + n_dur,), 0.02)
     bias[V] += 1.0
-    bias[V + 1:] += np.array([-4.0, 1.0, 1.0, 0.5, 0.0], dtype=np.float32)
+    if n_dur:
+        bias[V + 1:] += np.array([-4.0, 1.0, 1.0, 0.5, 0.0], dtype=np.float32)
     yield "joint.joint_net.2.bias", bias
 
 
@@ -336,13 +357,16 @@ def parakeet_tokenizer(vocab: int, tmp: Path) -> dict:
     return {"names": names, "pieces": pieces}
 
 
-def write_parakeet(out: Path, preset: str, seed: int) -> None:
+def write_parakeet(out: Path, preset: str, seed: int, streaming: bool = False) -> None:
     from nemo_archive import NemoArchive, write_nemo, write_torch_checkpoint
-    p = PARAKEET_PRESETS[preset]
+    p = (STREAMING_PRESETS if streaming else PARAKEET_PRESETS)[preset]
     tmp = out / "parts"
     tmp.mkdir(parents=True, exist_ok=True)
     tok = parakeet_tokenizer(p["vocab"], tmp)
-    cfg = NemoArchive(PARAKEET_FIXTURE).config
+    # A streaming model's config is the streaming fixture's RNNT one (cache-aware encoder, its lookaheads).
+    cfg = NemoArchive(STREAMING_FIXTURE if streaming else PARAKEET_FIXTURE).config
+    if streaming:
+        cfg["encoder"]["att_context_size"] = p["att_context_size"]
     cfg["model_defaults"].update(enc_hidden=p["d_model"], pred_hidden=p["pred"], joint_hidden=p["joint"])
     cfg["encoder"].update(n_layers=p["layers"], d_model=p["d_model"], n_heads=p["heads"],
                           subsampling_conv_channels=p["sub_channels"], feat_in=p["n_mels"], conv_kernel_size=p["conv_kernel"])
@@ -356,7 +380,7 @@ def write_parakeet(out: Path, preset: str, seed: int) -> None:
                             vocab_path="nemo:" + tok["names"]["txt"])
     import yaml
     (tmp / "model_config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    write_torch_checkpoint(tmp / "model_weights.ckpt", parakeet_tensors(p, np.random.default_rng(seed)))
+    write_torch_checkpoint(tmp / "model_weights.ckpt", parakeet_tensors(p, np.random.default_rng(seed), streaming))
     files = {name: tmp / name for name in ["model_config.yaml", "model_weights.ckpt", *tok["names"].values()]}
     write_nemo(out / "model.nemo", files)
     shutil.rmtree(tmp)
@@ -575,7 +599,8 @@ def write_whisper(out: Path, preset: str, seed: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "canary-aed", "sortformer", "whisper"],
+    ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "parakeet-streaming", "canary-aed", "sortformer",
+                                         "whisper"],
                     default="canary-qwen")
     ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS) | set(WHISPER_PRESETS)),
                     default="full", help="full-v3 / small-v3: --family parakeet-tdt only; tiny ... large-v3-turbo, toy: --family whisper only")
@@ -587,6 +612,11 @@ def main() -> int:
         if a.preset not in WHISPER_PRESETS:
             ap.error(f"--family whisper takes --preset {' / '.join(WHISPER_PRESETS)}")
         write_whisper(Path(a.out), a.preset, a.seed)
+        return 0
+    if a.family == "parakeet-streaming":
+        if a.preset not in STREAMING_PRESETS:
+            ap.error(f"--family parakeet-streaming takes --preset {' / '.join(STREAMING_PRESETS)}")
+        write_parakeet(Path(a.out), a.preset, a.seed, streaming=True)
         return 0
     if a.preset not in PRESETS and a.family != "parakeet-tdt":
         ap.error(f"--preset {a.preset} is for --family parakeet-tdt")

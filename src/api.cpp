@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <strings.h>
 #include <mutex>
 #include <new>
@@ -394,6 +395,8 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->load_ms      = model->load_ms;
         out->n_att_contexts = int(i.att_contexts.size() / 2);
         out->att_contexts   = i.att_contexts.empty() ? nullptr : i.att_contexts.data();
+        out->native_streaming  = i.native_streaming;
+        out->end_of_turn_token = i.end_of_turn_token;
         out->word_timestamps = i.word_timestamps;
         out->language_prompt = i.language_prompt;
         out->token_budget    = i.token_budget;
@@ -1067,4 +1070,80 @@ bool transcribe_stream_next_event(transcribe_stream * stream, transcribe_stream_
     out->audio_end_ms   = e.audio_end_ms;
     out->text           = stream->text.c_str();
     return true;
+}
+
+// ---------------------------------------------------------------- native streams
+
+struct transcribe_native_stream {
+    std::unique_ptr<NativeStream> impl;
+    std::deque<StreamStep>        steps;
+    StreamStep                    step; // the one last handed out, kept for the caller
+    std::string                   text;
+};
+
+transcribe_status transcribe_native_stream_open(transcribe_session * session, const transcribe_run_params * params,
+                                                transcribe_native_stream ** out_stream) {
+    return guarded([&] {
+        if (!session || !out_stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_native_stream_open: null argument");
+        }
+        *out_stream = nullptr;
+        const RecordingRequest r = run_request(params);
+        auto s  = std::make_unique<transcribe_native_stream>();
+        s->impl = session->pipeline->session().open_stream(r.options);
+        *out_stream = s.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+void transcribe_native_stream_free(transcribe_native_stream * stream) { delete stream; }
+
+namespace {
+template <typename F> transcribe_status with_native_stream(transcribe_native_stream * stream, const char * what, F && f) {
+    return guarded([&] {
+        if (!stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "%s: null stream", what);
+        }
+        f();
+        for (StreamStep & s : stream->impl->take_steps()) {
+            stream->steps.push_back(std::move(s));
+        }
+        return TRANSCRIBE_OK;
+    });
+}
+} // namespace
+
+transcribe_status transcribe_native_stream_push(transcribe_native_stream * stream, const float * pcm, size_t n_samples) {
+    return with_native_stream(stream, "transcribe_native_stream_push", [&] {
+        if (!pcm && n_samples) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_native_stream_push: null samples");
+        }
+        stream->impl->push(pcm, n_samples);
+    });
+}
+
+transcribe_status transcribe_native_stream_finish(transcribe_native_stream * stream) {
+    return with_native_stream(stream, "transcribe_native_stream_finish", [&] { stream->impl->finish(); });
+}
+
+bool transcribe_native_stream_next_step(transcribe_native_stream * stream, transcribe_stream_step * out) {
+    if (!stream || !out || stream->steps.empty()) {
+        return false;
+    }
+    stream->step = std::move(stream->steps.front());
+    stream->steps.pop_front();
+    out->index        = stream->step.index;
+    out->audio_end_ms = stream->step.audio_end_ms;
+    out->n_tokens     = int(stream->step.tokens.size());
+    out->tokens       = stream->step.tokens.data();
+    out->text         = stream->step.text.c_str();
+    return true;
+}
+
+const char * transcribe_native_stream_text(transcribe_native_stream * stream) {
+    if (!stream) {
+        return "";
+    }
+    stream->text = stream->impl->text();
+    return stream->text.c_str();
 }

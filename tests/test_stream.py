@@ -90,8 +90,76 @@ class Stream(unittest.TestCase):
         r = stream("-m", MODEL, "--vad", MODEL, str(JFK))  # not a VAD
         self.assertEqual(r.returncode, 1)
         self.assertIn("VAD model", r.stderr.decode())
-        r = stream("-m", MODEL, str(JFK))  # --vad is required
-        self.assertNotEqual(r.returncode, 0)
+        r = stream("-m", MODEL, str(JFK))  # --vad is required: this model does not transcribe as it hears
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("does not transcribe as it hears", r.stderr.decode())
+
+
+STREAMING = FIXTURE.parent / "streaming-tiny"
+HYBRID = str(MODELS / "streaming-hybrid-tiny-f32.gguf")
+EOU = str(MODELS / "streaming-eou-tiny-f32.gguf")
+
+
+class NativeStream(unittest.TestCase):
+    """A cache-aware streaming model without --vad: NeMo's streaming run of the whole input (its goldens in
+    streaming-tiny), a delta a step, completed turns whose tokens join into NeMo's final streaming ids."""
+
+    def golden(self, sub, clip, at):
+        return json.loads((STREAMING / sub / "golden" / clip / at / "stream.json").read_text())
+
+    def test_a_delta_a_step_and_one_turn_of_nemos_ids(self):
+        for at, flag in (("att_70_13", []), ("att_70_1", ["--att-context-size", "70,1"])):
+            g = self.golden("", "librivox_0890", at)
+            r = stream("-m", HYBRID, str(STREAMING / "audio" / "librivox_0890.wav"), "--no-pace", "--json", *flag)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ev = events(r.stdout)
+            deltas = [e for e in ev if e["type"] == "delta"]
+            completed = [e for e in ev if e["type"] == "completed"]
+            self.assertEqual([e["step"] for e in deltas], list(range(g["n_steps"])), at)
+            so_far = []
+            for e, step in zip(deltas, g["steps"]):
+                so_far += e["tokens"]
+                self.assertEqual(so_far, step["rnnt_ids"], f"{at} step {e['step']}")
+            self.assertEqual(len(completed), 1, at)  # no end-of-utterance token: the end ends the one turn
+            self.assertEqual(completed[0]["tokens"], g["final_rnnt_ids"], at)
+            self.assertEqual(completed[0]["text"], g["final_rnnt_text"], at)
+            ends = [e["audio_end_ms"] for e in deltas]
+            self.assertEqual(ends, sorted(ends), at)
+
+    def test_the_ctc_head_streams_its_ids(self):
+        g = self.golden("", "cards_005", "att_70_6")
+        r = stream("-m", HYBRID, str(STREAMING / "audio" / "cards_005.wav"), "--no-pace", "--json",
+                   "--att-context-size", "70,6", "--decoder-type", "ctc")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        completed = [e for e in events(r.stdout) if e["type"] == "completed"]
+        self.assertEqual(completed[0]["tokens"], g["final_ctc_collapsed"])
+
+    def test_eou_ends_each_turn_and_raw_stdin_streams_the_same(self):
+        clip = STREAMING / "eou" / "audio" / "eou_two_utts.wav"
+        g = self.golden("eou", "eou_two_utts", "att_70_1")
+        r = stream("-m", EOU, str(clip), "--no-pace", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        completed = [e for e in events(r.stdout) if e["type"] == "completed"]
+        eou = 1  # <EOU>
+        self.assertEqual(len(completed), len(g["eou_events"]))  # the clip ends with its second <EOU>
+        for e in completed:
+            self.assertEqual(e["tokens"][-1], eou)
+            self.assertNotIn(eou, e["tokens"][:-1])
+            self.assertTrue(e["text"].endswith("<EOU>"), e["text"])
+        self.assertEqual(sum((e["tokens"] for e in completed), []), g["final_rnnt_ids"])
+        self.assertEqual([e["item"] for e in completed], list(range(len(completed))))
+        self.assertEqual(completed[1]["audio_start_ms"], completed[0]["audio_end_ms"])
+        raw = stream("-m", EOU, "-", "--json", stdin=frames(clip))
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        self.assertEqual([e for e in events(raw.stdout) if e["type"] == "completed"], completed)
+
+    def test_errors(self):
+        r = stream("-m", HYBRID, str(STREAMING / "audio" / "cards_005.wav"), "--no-pace", "--att-context-size", "70,2")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("70,13, 70,6, 70,1, 70,0", r.stderr.decode())
+        r = stream("-m", HYBRID, "-", "--rate", "8000", stdin=b"\0" * 3200)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--rate 16000", r.stderr.decode())
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ Sortformer::Sortformer(const std::string & path, ggml_backend_dev_t device)
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid Sortformer hyper-parameters", path.c_str());
     }
     encoder_ = std::make_unique<SpeechEncoder>(f);
+    if (encoder_->hparams().cache_aware()) { // its chunks run the layers over full attention alone
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: a Sortformer with a cache-aware (limited-context) encoder is not "
+             "supported", path.c_str());
+    }
     const int64_t D = encoder_->hparams().d_model, H = hp.hidden;
     if (f.find("sf.enc_proj.weight") || D != H) {
         proj_w_ = f.matmul_weight("sf.enc_proj.weight", {D, H});

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -57,6 +58,76 @@ void quiet(transcribe_log_level level, const char * msg, void *) {
 
 } // namespace
 
+// --native-stream: each run pushes the audio a packet at a time; the push that completes a chunk runs its
+// step, so a push's time is the step's (or a few steps', counted apart: the time shared among them).
+int bench_native_stream(transcribe_model * model, transcribe_session * session, const transcribe_run_params & rp,
+                        const transcribe_audio & audio, int warmup, int runs, int packet_ms, bool as_json, int threads) {
+    transcribe_model_info info;
+    transcribe_model_get_info(model, &info);
+    const size_t packet = size_t(info.sample_rate) * size_t(packet_ms) / 1000;
+    std::vector<double> totals, step_ms;
+    int n_steps = 0;
+    for (int i = 0; i < warmup + runs; ++i) {
+        transcribe_native_stream * stream = nullptr;
+        if (transcribe_native_stream_open(session, &rp, &stream) != TRANSCRIBE_OK) {
+            return die(std::string("opening a native stream: ") + transcribe_last_error());
+        }
+        double total = 0;
+        int steps = 0;
+        auto timed = [&](auto && f) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const transcribe_status st = f();
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            int n = 0;
+            transcribe_stream_step s;
+            while (transcribe_native_stream_next_step(stream, &s)) {
+                ++n;
+            }
+            if (i >= warmup) {
+                for (int k = 0; k < n; ++k) {
+                    step_ms.push_back(ms / n);
+                }
+            }
+            total += ms, steps += n;
+            return st;
+        };
+        for (size_t at = 0; at < audio.n_samples; at += packet) {
+            const size_t n = std::min(packet, audio.n_samples - at);
+            if (timed([&] { return transcribe_native_stream_push(stream, audio.samples + at, n); }) != TRANSCRIBE_OK) {
+                return die(std::string("pushing: ") + transcribe_last_error());
+            }
+        }
+        if (timed([&] { return transcribe_native_stream_finish(stream); }) != TRANSCRIBE_OK) {
+            return die(std::string("finishing: ") + transcribe_last_error());
+        }
+        transcribe_native_stream_free(stream);
+        if (i >= warmup) {
+            totals.push_back(total);
+            n_steps = steps;
+        }
+    }
+    const double audio_s = double(audio.n_samples) / info.sample_rate;
+    const Stat   st = stat_of(totals);
+    std::sort(step_ms.begin(), step_ms.end());
+    auto pct = [&](double p) { return step_ms.empty() ? 0.0 : step_ms[size_t(p * double(step_ms.size() - 1))]; };
+    const double per_s = st.median / 1000.0 / audio_s;
+    if (as_json) {
+        nlohmann::ordered_json j = {{"model", info.name}, {"architecture", info.architecture}, {"threads", threads},
+                                    {"audio_s", audio_s}, {"runs", runs}, {"steps", n_steps}, {"total_ms", st.median},
+                                    {"compute_s_per_audio_s", per_s}, {"step_ms_p50", pct(0.5)}, {"step_ms_p95", pct(0.95)},
+                                    {"step_ms_max", pct(1.0)}, {"x_realtime", per_s > 0 ? 1.0 / per_s : 0.0},
+                                    {"peak_rss_mb", peak_rss_mb()}};
+        std::printf("%s\n", j.dump().c_str());
+    } else {
+        std::printf("model %s: %.2f s of audio streamed in %d steps, %d runs after %d warm-up\n", info.name, audio_s, n_steps,
+                    runs, warmup);
+        std::printf("compute   %9.4f s a second of audio (%.1f x real time)\n", per_s, per_s > 0 ? 1.0 / per_s : 0.0);
+        std::printf("step      %9.1f ms median, %.1f ms p95, %.1f ms max\n", pct(0.5), pct(0.95), pct(1.0));
+        std::printf("peak RSS  %9.1f MB\n", peak_rss_mb());
+    }
+    return 0;
+}
+
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-bench: timings of one model on one audio file"};
     transcribe_tools::ModelOptions model_options;
@@ -64,7 +135,8 @@ int main(int argc, char ** argv) {
     app.get_option("--model")->required();
     std::string audio_path, draft_ids_path;
     int warmup = 1, runs = 5, fixed_new_tokens = 0, max_new_tokens = 256, batch = 1;
-    bool as_json = false, use_mmap = false;
+    bool as_json = false, use_mmap = false, native_stream = false;
+    int  packet_ms = 20;
     app.add_option("-f,--file", audio_path, "audio file")->required();
     app.add_option("--warmup", warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
     app.add_option("--runs", runs, "timed runs")->check(CLI::PositiveNumber);
@@ -74,6 +146,10 @@ int main(int argc, char ** argv) {
     app.add_option("--batch", batch, "decode N copies of the audio together (aggregate_decode_tokens_per_s: all of them)")
         ->check(CLI::Range(1, 64));
     app.add_flag("--json", as_json, "print one JSON object with the medians");
+    app.add_flag("--native-stream", native_stream,
+                 "stream the audio through a model that transcribes as it hears, a packet at a time as fast as it "
+                 "goes: the compute a second of audio takes and each encoder step's time");
+    app.add_option("--packet-ms", packet_ms, "--native-stream: the audio pushed at a time (default 20)")->check(CLI::Range(1, 10000));
     app.add_flag("--mmap", use_mmap, "use the weights from the mapped file instead of reading them into memory");
     transcribe_tools::DraftOption draft_option;
     draft_option.add_to(app);
@@ -161,6 +237,9 @@ int main(int argc, char ** argv) {
         return transcribe_tools::tool_error("transcribe-bench", diarize_error);
     }
 
+    if (native_stream) {
+        return bench_native_stream(model, session, rp, audio, warmup, runs, packet_ms, as_json, model_options.threads);
+    }
     if (batch > 1 && transcribe_session_batch_size(session) < batch) {
         return transcribe_tools::tool_error("transcribe-bench", std::string("--batch: model ") + info.name + " (" +
                                             info.architecture + ") decodes one recording at a time");

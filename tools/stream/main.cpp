@@ -1,12 +1,15 @@
 // transcribe-stream: live transcription of a recording played at real-time pace, or of raw s16le audio
 // on stdin (a microphone: arecord -f S16_LE -r 16000 -c 1 -t raw | transcribe-stream -m M --vad V -).
 // Each turn is printed once it is over; on a terminal the turn being spoken is shown as it forms, on a
-// line rewritten in place.
+// line rewritten in place. A model that transcribes as it hears (NeMo's cache-aware streaming models)
+// without --vad streams the whole input through the model (native.h).
 #include "transcribe.h"
 
 #include "../common/model_options.h"
 #include "../common/task_options.h"
 #include "../common/tool_errors.h"
+#include "native.h"
+#include "packets.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -184,7 +187,9 @@ int main(int argc, char ** argv) {
     bool no_pace = false, json = false;
     app.add_option("audio", audio_path, "audio file (wav, flac, ogg, mp3, ...), or - for raw s16le mono on stdin")
         ->required();
-    app.add_option("--vad", vad_path, "Silero VAD model (GGUF) that finds the turns")->required();
+    app.add_option("--vad", vad_path,
+                   "Silero VAD model (GGUF) that finds the turns (required but for a model that transcribes as it hears: "
+                   "without it, that one streams the whole input, a delta a step, turns ended by its <EOU>)");
     app.add_option("--rate", raw_rate, "stdin: the raw audio's sample rate (default 16000)")->check(CLI::Range(1000, 768000));
     app.add_option("--threshold", sp.threshold, "speech at or over this probability starts a turn (default 0.5)")
         ->check(CLI::Range(0.0, 1.0));
@@ -197,7 +202,8 @@ int main(int argc, char ** argv) {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--packet-ms", packet_ms, "audio handed over at a time (default 20)")->check(CLI::Range(1, 10000));
     app.add_flag("--no-pace", no_pace, "a file: as fast as it decodes, not at real-time pace");
-    app.add_flag("--json", json, "one JSON event a line (speech_started, speech_stopped, committed, delta, completed)");
+    app.add_flag("--json", json, "one JSON event a line (speech_started, speech_stopped, committed, delta, completed; "
+                                 "natively: delta, completed, with the tokens)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError & e) {
@@ -214,8 +220,15 @@ int main(int argc, char ** argv) {
         return die(st);
     }
     std::unique_ptr<transcribe_model, decltype(&transcribe_model_free)> model_owner(model, transcribe_model_free);
+    transcribe_model_info info {};
+    transcribe_model_get_info(model, &info);
+    const bool natively = vad_path.empty();
+    if (natively && !info.native_streaming) {
+        return die("no --vad given, and this model does not transcribe as it hears (only cache-aware streaming models "
+                   "do): give a VAD model that finds the turns");
+    }
     transcribe_vad_model * vad = nullptr;
-    if ((st = transcribe_vad_model_load(vad_path.c_str(), &vad)) != TRANSCRIBE_OK) {
+    if (!natively && (st = transcribe_vad_model_load(vad_path.c_str(), &vad)) != TRANSCRIBE_OK) {
         return die(std::string("VAD model: ") + transcribe_status_string(st) + ": " + transcribe_last_error());
     }
     std::unique_ptr<transcribe_vad_model, decltype(&transcribe_vad_model_free)> vad_owner(vad, transcribe_vad_model_free);
@@ -238,6 +251,10 @@ int main(int argc, char ** argv) {
     }
     std::unique_ptr<transcribe_audio, decltype(&transcribe_audio_free)> audio_owner(&audio, transcribe_audio_free);
     sp.sample_rate = from_stdin ? raw_rate : 16000;
+    PacketSource packets(from_stdin ? nullptr : &audio, sp.sample_rate, packet_ms, !from_stdin && !no_pace);
+    if (natively) {
+        return stream_natively(model, session, rp, packets, json);
+    }
     transcribe_stream * stream = nullptr;
     if ((st = transcribe_stream_create(vad, &sp, &stream)) != TRANSCRIBE_OK) {
         return die(st);
@@ -274,37 +291,9 @@ int main(int argc, char ** argv) {
         return die(std::string(transcribe_status_string(s)) + ": " + failure);
     };
 
-    const size_t packet = size_t(sp.sample_rate) * size_t(packet_ms) / 1000;
-    std::vector<float>   pcm(packet);
-    std::vector<int16_t> raw(packet);
-    const auto start = std::chrono::steady_clock::now();
-    for (size_t at = 0;;) {
-        size_t n = 0;
-        if (from_stdin) {
-            size_t got = 0; // whole packets, however the pipe splits them
-            while (got < packet) {
-                const size_t r = std::fread(raw.data() + got, sizeof(int16_t), packet - got, stdin);
-                if (r == 0) {
-                    break;
-                }
-                got += r;
-            }
-            for (size_t i = 0; i < got; ++i) {
-                pcm[i] = float(raw[i]) / 32768.0f;
-            }
-            n = got;
-        } else {
-            n = std::min(packet, audio.n_samples - at);
-            std::copy(audio.samples + at, audio.samples + at + n, pcm.begin());
-            if (!no_pace) { // the packet is handed over once it has been "recorded"
-                std::this_thread::sleep_until(start + std::chrono::milliseconds(int64_t(at + n) * 1000 / sp.sample_rate));
-            }
-        }
-        at += n;
-        if (n == 0) {
-            break;
-        }
-        if ((st = transcribe_stream_push(stream, pcm.data(), n)) != TRANSCRIBE_OK) {
+    std::vector<float> pcm;
+    while (packets.next(pcm)) {
+        if ((st = transcribe_stream_push(stream, pcm.data(), pcm.size())) != TRANSCRIBE_OK) {
             return die(st);
         }
         if ((st = drain(false)) != TRANSCRIBE_OK) {
