@@ -16,9 +16,9 @@ bin="$root/build/tools"
 [ -f "$ckpt/Q8_0.gguf" ] || "$bin/transcribe-quantize" "$ckpt/BF16.gguf" "$ckpt/Q8_0.gguf" Q8_0 >/dev/null
 for type in Q8_0 BF16; do
     for ctx in 70,13 70,6 70,1 70,0; do
-        echo "$type stream --att-context-size $ctx: $("$bin/transcribe-bench" -m "$ckpt/$type.gguf" -f "$audio" -t "$threads" \
+        echo "$type stream --att-context-size $ctx: $("$bin/transcribe-bench" -m "$ckpt/$type.gguf" -f "$audio" --threads "$threads" \
             --runs "$runs" --warmup 1 --native-stream --att-context-size "$ctx" --json)"
     done
-    echo "$type offline: $("$bin/transcribe-bench" -m "$ckpt/$type.gguf" -f "$audio" -t "$threads" --runs "$runs" --warmup 1 --json \
+    echo "$type offline: $("$bin/transcribe-bench" -m "$ckpt/$type.gguf" -f "$audio" --threads "$threads" --runs "$runs" --warmup 1 --json \
         | $py -c 'import json,sys; j=json.load(sys.stdin); j.pop("tokens"); print(json.dumps(j))')"
 done

@@ -200,6 +200,20 @@ class SyntheticCheckpoint(unittest.TestCase):
             self.assertEqual(reader.fields["encoder.d_model"].contents(), 128)
             self.assertAlmostEqual(reader.fields["canary_qwen.lora_scale"].contents(), 2.0)
 
+    def test_small_streaming_preset_converts_as_a_cache_aware_rnnt(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            r = subprocess.run([sys.executable, str(SYNTH), "--family", "parakeet-streaming", "--preset", "small",
+                                "--out", str(tmp / "s")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run([sys.executable, str(PARAKEET_CONVERTER), "--nemo", str(tmp / "s" / "model.nemo"), "-o",
+                                str(tmp / "s.gguf")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            fields = gguf.GGUFReader(str(tmp / "s.gguf")).fields
+            self.assertEqual(bytes(fields["general.architecture"].parts[-1]).decode(), "parakeet_rnnt")
+            self.assertEqual([fields["encoder.att_context_sizes"].parts[i].tolist()[0]
+                              for i in fields["encoder.att_context_sizes"].data], [70, 13, 70, 6, 70, 1, 70, 0])
+
     def test_full_preset_has_the_real_shapes(self):
         sys.path.insert(0, str(ROOT / "scripts"))
         import importlib.util
@@ -251,6 +265,7 @@ class TorchCheckpointWriter(unittest.TestCase):
 PARAKEET_CONVERTER = ROOT / "scripts" / "convert-parakeet.py"
 PARAKEET_NEMO = ROOT / "tests" / "fixtures" / "parakeet-tdt-tiny" / "model.nemo"
 PARAKEET_RNNT_NEMO = ROOT / "tests" / "fixtures" / "parakeet-rnnt-tiny" / "model.nemo"
+STREAMING_NEMO = ROOT / "tests" / "fixtures" / "streaming-tiny" / "model.nemo"
 PARAKEET_CTC_NEMO = ROOT / "tests" / "fixtures" / "parakeet-ctc-tiny" / "model.nemo"
 
 
@@ -511,6 +526,52 @@ class ParakeetConverter(NemoConverterCase):
 AED_NEMO = Path(__file__).resolve().parent / "fixtures" / "canary-aed-tiny" / "model.nemo"
 AED_V2_NEMO = Path(__file__).resolve().parent / "fixtures" / "canary-aed-v2-tiny" / "model.nemo"
 AED_CONVERTER = Path(__file__).resolve().parent.parent / "scripts" / "convert-canary-aed.py"
+
+
+class StreamingConverter(NemoConverterCase):
+    """Cache-aware streaming checkpoints (streaming-tiny's hybrid): the encoder's causal subsampling, causal
+    convolutions, LayerNorm conv module and attention contexts as keys; NeMo's checks on them."""
+    CONVERTER, NEMO = PARAKEET_CONVERTER, STREAMING_NEMO
+
+    def test_cache_aware_keys_and_tensors(self):
+        r = self.convert(STREAMING_NEMO, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        ints = lambda k: [g.fields[k].parts[i].tolist()[0] for i in g.fields[k].data]
+        string = lambda k: bytes(g.fields[k].parts[-1]).decode()
+        self.assertEqual(bytes(g.fields["general.architecture"].parts[-1]).decode(), "parakeet_rnnt")
+        self.assertEqual(g.fields["encoder.causal_subsampling"].parts[-1].tolist(), [True])
+        self.assertEqual(ints("encoder.conv_context"), [8, 0])  # conv_context_size causal, kernel 9
+        self.assertEqual(string("encoder.conv_norm"), "layer_norm")
+        self.assertEqual(string("encoder.att_context_style"), "chunked_limited")
+        self.assertEqual(ints("encoder.att_context_sizes"), [70, 13, 70, 6, 70, 1, 70, 0])
+        tensors = {t.name: t for t in g.tensors}
+        self.assertEqual(list(tensors["enc.sub.out.weight"].shape), [32 * 11, 64])  # 80 bins -> 41 -> 21 -> 11
+        self.assertIn("enc.blk.0.conv.norm.weight", tensors)
+        self.assertNotIn("enc.blk.0.conv.bn.running_mean", tensors)
+        self.assertIn("ctc.weight", tensors)  # the hybrid's CTC head
+        # An offline model keeps its files as they were: none of these keys.
+        self.out.unlink()
+        self.assertEqual(self.convert(PARAKEET_NEMO, "--outtype", "f32").returncode, 0)
+        plain = gguf.GGUFReader(str(self.out)).fields
+        for key in ("encoder.causal_subsampling", "encoder.conv_context", "encoder.conv_norm", "encoder.att_context_sizes"):
+            self.assertNotIn(key, plain)
+
+    def test_contexts_nemo_refuses_are_refused(self):
+        def edited(old, new):
+            def edit(members):
+                cfg = members["./model_config.yaml"]
+                self.assertIn(old, cfg)
+                members["./model_config.yaml"] = cfg.replace(old, new, 1)
+            return edit
+        # chunked_limited: the left context a whole number of chunks (70 % (12 + 1) != 0).
+        self.expect_error(self.convert_edited(edited(b"- - 70\n    - 13", b"- - 70\n    - 12")), "should be zero")
+        self.expect_error(self.convert_edited(edited(b"conv_context_size: causal", b"conv_context_size: [3, 3]")),
+                          "conv_context_size")
+        self.expect_error(self.convert_edited(edited(b"att_context_style: chunked_limited", b"att_context_style: sliding")),
+                          "att_context_style")
+        self.expect_error(self.convert_edited(edited(b"conv_norm_type: layer_norm", b"conv_norm_type: group_norm")),
+                          "conv_norm_type")
 
 
 class CanaryAedConverter(NemoConverterCase):

@@ -4,6 +4,7 @@
 // convolutions, the conv module's LayerNorm) and streamed as NeMo's cache_aware_stream_step runs it: every
 // step's encoder output, the caches after the steps the fixture saved, every step's partial ids and text,
 // the final transcripts, the <EOU> steps.
+#include "blocks/fastconformer.h"
 #include "model/family.h"
 #include "core/audio.h"
 #include "core/error.h"
@@ -308,4 +309,45 @@ TEST(Streaming, A_context_the_model_was_not_trained_for_or_an_offline_model_is_a
     } catch (const Error & e) {
         EXPECT_EQ(e.status(), TRANSCRIBE_ERR_INVALID_ARG);
     }
+}
+
+namespace {
+// The keys each query sees in attention_mask's rows.
+std::vector<std::vector<int>> seen(const std::vector<float> & mask, int T, int n_keys) {
+    std::vector<std::vector<int>> out(static_cast<size_t>(T));
+    for (int i = 0; i < T; ++i) {
+        for (int j = 0; j < n_keys; ++j) {
+            const float v = mask[size_t(i) * size_t(n_keys) + size_t(j)];
+            EXPECT_TRUE(v == 0.0f || v == -INFINITY);
+            if (v == 0.0f) {
+                out[size_t(i)].push_back(j);
+            }
+        }
+    }
+    return out;
+}
+} // namespace
+
+// NeMo's _create_masks worked by hand for the branches the fixture's chunked_limited models do not reach.
+TEST(AttentionMask, Each_style_and_context_as_nemos_create_masks) {
+    using V = std::vector<std::vector<int>>;
+    // chunked_limited [4, 1]: chunks of 2 frames, each seeing its own and the 2 chunks before.
+    EXPECT_EQ(seen(attention_mask(true, {4, 1}, 8, 0, 0), 8, 8),
+              (V {{0, 1}, {0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5},
+                  {2, 3, 4, 5, 6, 7}, {2, 3, 4, 5, 6, 7}}));
+    // chunked_limited [-1, 1]: every chunk before (left_chunks 10000).
+    EXPECT_EQ(seen(attention_mask(true, {-1, 1}, 5, 0, 0), 5, 5),
+              (V {{0, 1}, {0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3, 4}}));
+    // chunked_limited with an unlimited right context: only the left limit (triu(-2)).
+    EXPECT_EQ(seen(attention_mask(true, {2, -1}, 5, 0, 0), 5, 5),
+              (V {{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {1, 2, 3, 4}, {2, 3, 4}}));
+    // regular [1, 1]: a band; regular [-1, 0]: causal; regular [-1, -1]: everything.
+    EXPECT_EQ(seen(attention_mask(false, {1, 1}, 4, 0, 0), 4, 4), (V {{0, 1}, {0, 1, 2}, {1, 2, 3}, {2, 3}}));
+    EXPECT_EQ(seen(attention_mask(false, {-1, 0}, 3, 0, 0), 3, 3), (V {{0}, {0, 1}, {0, 1, 2}}));
+    EXPECT_EQ(seen(attention_mask(false, {-1, -1}, 2, 0, 0), 2, 2), (V {{0, 1}, {0, 1}}));
+    // A streaming step: 4 cache slots, the first 2 still empty, then a window of 2 (frames 4 and 5, chunk 2
+    // of [4, 1]: chunks 0 to 2 seen, the empty slots not).
+    EXPECT_EQ(seen(attention_mask(true, {4, 1}, 2, 4, 2), 2, 6), (V {{2, 3, 4, 5}, {2, 3, 4, 5}}));
+    // A full cache of [2, 1] (one chunk before): frames 4, 5 see frames 2 to 5.
+    EXPECT_EQ(seen(attention_mask(true, {2, 1}, 2, 4, 4), 2, 6), (V {{2, 3, 4, 5}, {2, 3, 4, 5}}));
 }

@@ -36,6 +36,7 @@ CacheAwareEncoderStream::CacheAwareEncoderStream(const SpeechEncoder & encoder, 
       cfg_(CacheAwareStreamingConfig::from(encoder.hparams(), context_)) {
     const FastConformerHParams & hp = enc_.hparams();
     cache_channel_.assign(size_t(hp.n_layers), std::vector<float>(size_t(cfg_.cache_frames) * size_t(hp.d_model), 0.0f));
+    cache_keys_ = cache_values_ = cache_channel_;
     cache_time_.assign(size_t(hp.n_layers), std::vector<float>(size_t(hp.conv_left) * size_t(hp.d_model), 0.0f));
 }
 
@@ -142,6 +143,8 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
         conformer.set_stream_inputs(g, chunk_mel, F, drop, L, cache_valid_, context_);
         for (int l = 0; l < hp.n_layers; ++l) {
             tensor_set(g.get(("cache_channel." + std::to_string(l)).c_str()), cache_channel_[size_t(l)]);
+            tensor_set(g.get(("cache_keys." + std::to_string(l)).c_str()), cache_keys_[size_t(l)]);
+            tensor_set(g.get(("cache_values." + std::to_string(l)).c_str()), cache_values_[size_t(l)]);
             tensor_set(g.get(("cache_time." + std::to_string(l)).c_str()), cache_time_[size_t(l)]);
         }
     });
@@ -153,6 +156,8 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
     step.head_out    = tensor_get_f32(g.get("head"));
     for (int l = 0; l < hp.n_layers; ++l) {
         cache_channel_[size_t(l)] = tensor_get_f32(g.get(("cache_channel_next." + std::to_string(l)).c_str()));
+        cache_keys_[size_t(l)]    = tensor_get_f32(g.get(("cache_keys_next." + std::to_string(l)).c_str()));
+        cache_values_[size_t(l)]  = tensor_get_f32(g.get(("cache_values_next." + std::to_string(l)).c_str()));
         cache_time_[size_t(l)]    = tensor_get_f32(g.get(("cache_time_next." + std::to_string(l)).c_str()));
     }
     cache_valid_ = std::min(cache_valid_ + step.frames, L);

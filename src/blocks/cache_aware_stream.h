@@ -70,9 +70,10 @@ private:
     int                mel_start_ = 0, mel_frames_ = 0;
     bool               finished_ = false;
     // NeMo's buffer_idx, and the caches: each layer's attention inputs [cache_frames][d_model] (the last
-    // cache_valid_ of them filled) and depthwise-conv inputs [conv_left][d_model].
+    // cache_valid_ of them filled) with their key and value projections, and depthwise-conv inputs
+    // [conv_left][d_model].
     int                             buffer_idx_ = 0, step_ = 0, frames_out_ = 0, cache_valid_ = 0;
-    std::vector<std::vector<float>> cache_channel_, cache_time_;
+    std::vector<std::vector<float>> cache_channel_, cache_keys_, cache_values_, cache_time_;
 };
 
 } // namespace transcribe

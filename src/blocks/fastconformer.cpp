@@ -405,48 +405,65 @@ void FastConformer::set_attention_mask(Graph & g, int T, const AttentionContext 
     set_stream_inputs_mask(g, T, 0, 0, context);
 }
 
-// NeMo's _create_masks over cache + window (cache slots before OFFSET empty): query i of the window is
-// frame CACHE + i; it sees frame j when the style's rule allows it and j is not an empty slot.
-void FastConformer::set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid,
-                                           const AttentionContext & c) const {
-    ggml_tensor * m = g.get("att_mask");
+std::vector<float> attention_mask(bool chunked_limited, const AttentionContext & c, int T, int cache, int cache_valid) {
     const int n_keys = cache + T, offset = cache - cache_valid;
-    std::vector<float> v(size_t(ggml_nelements(m)), -INFINITY);
+    std::vector<float> v(size_t(n_keys) * size_t(T), -INFINITY);
     const int chunk = c.right + 1, left_chunks = c.left >= 0 && chunk > 0 ? c.left / chunk : 10000;
     for (int i = 0; i < T; ++i) {
         const int q = cache + i;
         for (int j = offset; j < n_keys; ++j) {
             bool seen = true;
-            if (!hp_.chunked_limited) {
+            if (!chunked_limited) { // regular: triu(-left) and tril(right)
                 seen = (c.left < 0 || j >= q - c.left) && (c.right < 0 || j <= q + c.right);
-            } else if (c.right < 0) {
+            } else if (c.right < 0) { // chunked_limited with an unlimited right: the left limit alone
                 seen = c.left < 0 || j >= q - c.left;
             } else {
                 const int diff = q / chunk - j / chunk;
                 seen = diff >= 0 && diff <= left_chunks;
             }
             if (seen) {
-                v[size_t(i) * size_t(m->ne[0]) + size_t(j)] = 0.0f;
+                v[size_t(i) * size_t(n_keys) + size_t(j)] = 0.0f;
             }
         }
     }
-    tensor_set(m, v);
+    return v;
 }
 
+void FastConformer::set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid,
+                                           const AttentionContext & c) const {
+    tensor_set(g.get("att_mask"), attention_mask(hp_.chunked_limited, c, T, cache, cache_valid));
+}
+
+namespace {
+// The last KEEP frames of concat(CACHE, X) along time ([d, keep]): what a cache holds after this step.
+ggml_tensor * cache_tail(ggml_context * ctx, ggml_tensor * joined, int64_t keep) {
+    return ggml_cont(ctx, ggml_view_2d(ctx, joined, joined->ne[0], keep, joined->nb[1],
+                                       size_t(joined->ne[1] - keep) * joined->nb[1]));
+}
+} // namespace
+
 ggml_tensor * FastConformer::masked_self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, ggml_tensor * mask,
-                                                   const Layer & l, ggml_tensor * cache, ggml_tensor ** next_cache) const {
+                                                   const Layer & l, const LayerCache * cache, LayerCache * next) const {
     const int64_t d = hp_.d_model, H = hp_.n_heads, hd = d / H, T = x->ne[1];
     ggml_tensor * xn = layer_norm(ctx, x, l.norm_att);
-    // Keys and values are projected from the cached inputs and this window's (MultiHeadAttention.update_cache).
-    ggml_tensor * kv_in = cache ? ggml_concat(ctx, cache, xn, 1) : xn;
-    const int64_t Tk = kv_in->ne[1];
+    const std::vector<ggml_tensor *> qkv_w = {l.q.w, l.k.w, l.v.w};
+    const auto qkv = ops::matmuls(ctx, qkv_w, xn, {l.q.b, l.k.b, l.v.b});
+    ggml_tensor * k = qkv[1], * v = qkv[2];
     if (cache) {
-        const int64_t keep = cache->ne[1];
-        *next_cache = ggml_cont(ctx, ggml_view_2d(ctx, kv_in, d, keep, kv_in->nb[1], size_t(Tk - keep) * kv_in->nb[1]));
+        // NeMo's MultiHeadAttention.update_cache keeps the layer's inputs and projects them again every step;
+        // the projections of the frames before are kept instead (each frame's key and value are its own
+        // products either way), and the inputs too, as NeMo's cache_last_channel.
+        const int64_t keep = cache->inputs->ne[1];
+        next->inputs = cache_tail(ctx, ggml_concat(ctx, cache->inputs, xn, 1), keep);
+        k = ggml_concat(ctx, cache->keys, k, 1);
+        v = ggml_concat(ctx, cache->values, v, 1);
+        next->keys   = cache_tail(ctx, k, keep);
+        next->values = cache_tail(ctx, v, keep);
     }
-    ggml_tensor * q = ggml_reshape_3d(ctx, linear(ctx, xn, l.q.w, l.q.b), hd, H, T);
-    ggml_tensor * k = ggml_reshape_3d(ctx, linear(ctx, kv_in, l.k.w, l.k.b), hd, H, Tk);
-    ggml_tensor * v = ggml_reshape_3d(ctx, linear(ctx, kv_in, l.v.w, l.v.b), hd, H, Tk);
+    const int64_t Tk = k->ne[1];
+    ggml_tensor * q = ggml_reshape_3d(ctx, qkv[0], hd, H, T);
+    k = ggml_reshape_3d(ctx, k, hd, H, Tk);
+    v = ggml_reshape_3d(ctx, v, hd, H, Tk);
     ggml_tensor * o = ops::rel_pos_attention_masked(ctx, q, k, v, p, l.pos_bias_u, l.pos_bias_v,
                                                     1.0f / std::sqrt(float(hd)), mask);
     return ops::matmul(ctx, l.out.w, ggml_reshape_2d(ctx, o, d, T), l.out.b, residual_epilogue(x, 1.0f));
@@ -486,17 +503,24 @@ ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
         const std::string n = std::to_string(i);
-        ggml_tensor * cache_channel = with_caches ? g.input(("cache_channel." + n).c_str(), GGML_TYPE_F32, d, n_keys - T) : nullptr;
-        ggml_tensor * cache_time    = with_caches ? g.input(("cache_time." + n).c_str(), GGML_TYPE_F32, d, hp_.conv_left) : nullptr;
-        ggml_tensor * next_channel = nullptr, * next_time = nullptr;
+        LayerCache cache, next;
+        ggml_tensor * cache_time = nullptr, * next_time = nullptr;
+        if (with_caches) {
+            cache.inputs = g.input(("cache_channel." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
+            cache.keys   = g.input(("cache_keys." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
+            cache.values = g.input(("cache_values." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
+            cache_time   = g.input(("cache_time." + n).c_str(), GGML_TYPE_F32, d, hp_.conv_left);
+        }
         ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, rows);
         x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
-        x = masked_self_attention(ctx, x, p, mask, l, cache_channel, &next_channel);
+        x = masked_self_attention(ctx, x, p, mask, l, with_caches ? &cache : nullptr, &next);
         x = padded_conv_module(ctx, x, l, cache_time, &next_time);
         x = feed_forward(ctx, x, l.norm_ff2, l.ff2_up, l.ff2_down);
         x = layer_norm(ctx, x, l.norm_out);
         if (with_caches) {
-            g.output(next_channel, ("cache_channel_next." + n).c_str());
+            g.output(next.inputs, ("cache_channel_next." + n).c_str());
+            g.output(next.keys, ("cache_keys_next." + n).c_str());
+            g.output(next.values, ("cache_values_next." + n).c_str());
             g.output(next_time, ("cache_time_next." + n).c_str());
         }
         if (taps && i == 0) {

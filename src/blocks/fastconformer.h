@@ -52,6 +52,11 @@ struct FastConformerHParams {
     AttentionContext resolve(const AttentionContext & context) const;
 };
 
+// NeMo's _create_masks (ConformerEncoder) over CACHE earlier frames, the first CACHE - CACHE_VALID of them
+// empty slots, then a window of T: for query i (frame CACHE + i) and key j, 0 where the attention style
+// (chunked_limited, else regular) and CONTEXT let i see j, -INFINITY elsewhere; [T][CACHE + T].
+std::vector<float> attention_mask(bool chunked_limited, const AttentionContext & context, int T, int cache, int cache_valid);
+
 class FastConformer {
 public:
     // Looks up every tensor under `prefix` with its expected shape (before the weights are loaded).
@@ -97,10 +102,11 @@ public:
 
     // One step of NeMo's cache-aware streaming (ConformerEncoder.forward with caches): inputs "mel"
     // [n_mels, n_frames] (the pre-encode cache frames, then the new ones), "cache_channel.L" [d_model,
-    // cache_frames] (layer L's self-attention inputs of the frames before), "cache_time.L" [d_model, K-1]
-    // (its depthwise-conv inputs before), "pos_emb" and "att_mask" (set_stream_inputs); DROP subsampled
-    // frames dropped in front (drop_extra_pre_encoded). Returns [d_model, T] and outputs the next caches
-    // as "cache_channel_next.L" / "cache_time_next.L".
+    // cache_frames] (layer L's self-attention inputs of the frames before), "cache_keys.L" /
+    // "cache_values.L" (their projections), "cache_time.L" [d_model, K-1] (its depthwise-conv inputs
+    // before), "pos_emb" and "att_mask" (set_stream_inputs); DROP subsampled frames dropped in front
+    // (drop_extra_pre_encoded). Returns [d_model, T] and outputs the next caches as
+    // "cache_channel_next.L", "cache_keys_next.L", "cache_values_next.L", "cache_time_next.L".
     ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, int cache_frames, Taps * taps) const;
     // Sets build_stream_step's inputs but the caches: mel as in set_inputs, the positions of cache + chunk,
     // and the mask of CONTEXT over them where the cache's first CACHE_FRAMES - CACHE_VALID slots are empty.
@@ -150,8 +156,13 @@ private:
     // Cache-aware models' modules: the attention over CACHE (its frames' inputs before this window's, or
     // null) and this window under MASK, the conv module with its padding or the cached frames in front;
     // *NEXT_CACHE: what the next step's cache is (with a cache).
+    struct LayerCache {
+        ggml_tensor * inputs = nullptr; // [d_model, cache frames]: the attention's inputs (NeMo's cache_last_channel)
+        ggml_tensor * keys   = nullptr; // their key and value projections
+        ggml_tensor * values = nullptr;
+    };
     ggml_tensor * masked_self_attention(ggml_context * ctx, ggml_tensor * x, ggml_tensor * p, ggml_tensor * mask,
-                                        const Layer & l, ggml_tensor * cache, ggml_tensor ** next_cache) const;
+                                        const Layer & l, const LayerCache * cache, LayerCache * next) const;
     ggml_tensor * padded_conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l, ggml_tensor * cache,
                                      ggml_tensor ** next_cache) const;
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
