@@ -34,10 +34,44 @@ CacheAwareEncoderStream::CacheAwareEncoderStream(const SpeechEncoder & encoder, 
                                                  SpeechEncoder::Head head, int head_rows)
     : enc_(encoder), context_(encoder.hparams().resolve(context)), head_(std::move(head)), head_rows_(head_rows),
       cfg_(CacheAwareStreamingConfig::from(encoder.hparams(), context_)) {
+    keep_inputs_ = dump_enabled();
+}
+
+CacheAwareEncoderStream::~CacheAwareEncoderStream() {
+    if (cache_buf_) {
+        ggml_backend_buffer_free(cache_buf_);
+    }
+    if (cache_ctx_) {
+        ggml_free(cache_ctx_);
+    }
+}
+
+void CacheAwareEncoderStream::make_caches(Executor & exec) {
     const FastConformerHParams & hp = enc_.hparams();
-    cache_channel_.assign(size_t(hp.n_layers), std::vector<float>(size_t(cfg_.cache_frames) * size_t(hp.d_model), 0.0f));
-    cache_keys_ = cache_values_ = cache_channel_;
-    cache_time_.assign(size_t(hp.n_layers), std::vector<float>(size_t(hp.conv_left) * size_t(hp.d_model), 0.0f));
+    const size_t n = size_t(hp.n_layers);
+    ggml_init_params params = {ggml_tensor_overhead() * n * 4 + 1024, nullptr, true};
+    cache_ctx_ = ggml_init(params);
+    if (!cache_ctx_) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate a stream's cache descriptors");
+    }
+    auto layer_tensors = [&](int64_t frames) {
+        std::vector<ggml_tensor *> v(n);
+        for (ggml_tensor *& t : v) {
+            t = ggml_new_tensor_2d(cache_ctx_, GGML_TYPE_F32, hp.d_model, frames);
+        }
+        return v;
+    };
+    if (keep_inputs_) {
+        caches_.inputs = layer_tensors(cfg_.cache_frames);
+    }
+    caches_.keys   = layer_tensors(cfg_.cache_frames);
+    caches_.values = layer_tensors(cfg_.cache_frames);
+    caches_.time   = layer_tensors(hp.conv_left);
+    cache_buf_ = ggml_backend_alloc_ctx_tensors_from_buft(cache_ctx_, exec.buffer_type());
+    if (!cache_buf_) {
+        fail(TRANSCRIBE_ERR_OOM, "cannot allocate a stream's caches");
+    }
+    ggml_backend_buffer_clear(cache_buf_, 0); // get_initial_cache_state: zeros
 }
 
 void CacheAwareEncoderStream::make_mel(int to, int n_threads) {
@@ -132,44 +166,34 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
     }
 
     const FastConformer & conformer = enc_.conformer();
+    if (!cache_buf_) {
+        make_caches(exec);
+    }
     Graph & g = graphs_.get(int64_t(F) * 2 + (drop > 0), [&] {
         auto graph = std::make_unique<Graph>(16384, "stream step");
-        ggml_tensor * enc = conformer.build_stream_step(*graph, F, drop, L, nullptr);
+        ggml_tensor * enc = conformer.build_stream_step(*graph, F, drop, caches_, nullptr);
         graph->output(enc, "enc");
         graph->output(head_(graph->ctx(), enc), "head");
         return graph;
     });
-    exec.compute(g, [&] {
-        conformer.set_stream_inputs(g, chunk_mel, F, drop, L, cache_valid_, context_);
-        for (int l = 0; l < hp.n_layers; ++l) {
-            tensor_set(g.get(("cache_channel." + std::to_string(l)).c_str()), cache_channel_[size_t(l)]);
-            tensor_set(g.get(("cache_keys." + std::to_string(l)).c_str()), cache_keys_[size_t(l)]);
-            tensor_set(g.get(("cache_values." + std::to_string(l)).c_str()), cache_values_[size_t(l)]);
-            tensor_set(g.get(("cache_time." + std::to_string(l)).c_str()), cache_time_[size_t(l)]);
-        }
-    });
+    exec.compute(g, [&] { conformer.set_stream_inputs(g, chunk_mel, F, drop, L, cache_valid_, context_); });
     Step step;
     step.index       = step_;
     step.frames      = int(g.get("enc")->ne[1]);
     step.first_frame = frames_out_;
     step.mel_end     = buffer_idx_ + n_new;
     step.head_out    = tensor_get_f32(g.get("head"));
-    for (int l = 0; l < hp.n_layers; ++l) {
-        cache_channel_[size_t(l)] = tensor_get_f32(g.get(("cache_channel_next." + std::to_string(l)).c_str()));
-        cache_keys_[size_t(l)]    = tensor_get_f32(g.get(("cache_keys_next." + std::to_string(l)).c_str()));
-        cache_values_[size_t(l)]  = tensor_get_f32(g.get(("cache_values_next." + std::to_string(l)).c_str()));
-        cache_time_[size_t(l)]    = tensor_get_f32(g.get(("cache_time_next." + std::to_string(l)).c_str()));
-    }
     cache_valid_ = std::min(cache_valid_ + step.frames, L);
-    if (dump_enabled()) { // the golden layouts: [layers, 1, L, d] and [layers, 1, d, K-1]
+    if (dump_enabled() && keep_inputs_) { // the golden layouts: [layers, 1, L, d] and [layers, 1, d, K-1]
         const std::string k = std::to_string(step_);
         dump_f32(("stream_enc_step" + k).c_str(), tensor_get_f32(g.get("enc")), {step.frames, d});
         std::vector<float> channel, time;
         for (int l = 0; l < hp.n_layers; ++l) {
-            channel.insert(channel.end(), cache_channel_[size_t(l)].begin(), cache_channel_[size_t(l)].end());
+            const std::vector<float> in = tensor_get_f32(caches_.inputs[size_t(l)]), t = tensor_get_f32(caches_.time[size_t(l)]);
+            channel.insert(channel.end(), in.begin(), in.end());
             for (int c = 0; c < d; ++c) {
                 for (int j = 0; j < hp.conv_left; ++j) {
-                    time.push_back(cache_time_[size_t(l)][size_t(j) * size_t(d) + size_t(c)]);
+                    time.push_back(t[size_t(j) * size_t(d) + size_t(c)]);
                 }
             }
         }

@@ -69,11 +69,20 @@ private:
     std::vector<float> mel_;
     int                mel_start_ = 0, mel_frames_ = 0;
     bool               finished_ = false;
-    // NeMo's buffer_idx, and the caches: each layer's attention inputs [cache_frames][d_model] (the last
-    // cache_valid_ of them filled) with their key and value projections, and depthwise-conv inputs
-    // [conv_left][d_model].
-    int                             buffer_idx_ = 0, step_ = 0, frames_out_ = 0, cache_valid_ = 0;
-    std::vector<std::vector<float>> cache_channel_, cache_keys_, cache_values_, cache_time_;
+    // The caches (the steps' graphs read and update them in place), made on the first step in the
+    // executor's memory, zeros: the last cache_valid_ of the attention's cache_frames filled.
+    void make_caches(Executor & exec);
+
+    int                         buffer_idx_ = 0, step_ = 0, frames_out_ = 0, cache_valid_ = 0;
+    bool                        keep_inputs_ = false; // NeMo's cache_last_channel too (dumps)
+    FastConformer::StreamCaches caches_;
+    ggml_context *              cache_ctx_ = nullptr;
+    ggml_backend_buffer_t       cache_buf_ = nullptr;
+
+public:
+    ~CacheAwareEncoderStream();
+    CacheAwareEncoderStream(const CacheAwareEncoderStream &) = delete;
+    CacheAwareEncoderStream & operator=(const CacheAwareEncoderStream &) = delete;
 };
 
 } // namespace transcribe

@@ -312,7 +312,7 @@ ggml_type FastConformer::positions_type(int64_t T) const {
 
 ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const {
     if (hp_.cache_aware()) {
-        return build_masked_layers(g, x, x->ne[1], false, taps);
+        return build_masked_layers(g, x, x->ne[1], nullptr, taps);
     }
     ggml_context * ctx = g.ctx();
     const int64_t T = x->ne[1], H = hp_.n_heads, hd = hp_.d_model / H;
@@ -453,8 +453,10 @@ ggml_tensor * FastConformer::masked_self_attention(ggml_context * ctx, ggml_tens
         // NeMo's MultiHeadAttention.update_cache keeps the layer's inputs and projects them again every step;
         // the projections of the frames before are kept instead (each frame's key and value are its own
         // products either way), and the inputs too, as NeMo's cache_last_channel.
-        const int64_t keep = cache->inputs->ne[1];
-        next->inputs = cache_tail(ctx, ggml_concat(ctx, cache->inputs, xn, 1), keep);
+        const int64_t keep = cache->keys->ne[1];
+        if (cache->inputs) {
+            next->inputs = cache_tail(ctx, ggml_concat(ctx, cache->inputs, xn, 1), keep);
+        }
         k = ggml_concat(ctx, cache->keys, k, 1);
         v = ggml_concat(ctx, cache->values, v, 1);
         next->keys   = cache_tail(ctx, k, keep);
@@ -491,7 +493,7 @@ ggml_tensor * FastConformer::padded_conv_module(ggml_context * ctx, ggml_tensor 
     return ops::matmul(ctx, l.pw2.w, ggml_silu(ctx, h), l.pw2.b, residual_epilogue(x, 1.0f));
 }
 
-ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, bool with_caches,
+ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches,
                                                  Taps * taps) const {
     ggml_context * ctx = g.ctx();
     const int64_t T = x->ne[1], d = hp_.d_model, H = hp_.n_heads, hd = d / H, rows = PositionTable::rows(n_keys);
@@ -502,26 +504,27 @@ ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int
     ggml_tensor * mask = g.input("att_mask", GGML_TYPE_F32, n_keys, T);
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
-        const std::string n = std::to_string(i);
         LayerCache cache, next;
         ggml_tensor * cache_time = nullptr, * next_time = nullptr;
-        if (with_caches) {
-            cache.inputs = g.input(("cache_channel." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
-            cache.keys   = g.input(("cache_keys." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
-            cache.values = g.input(("cache_values." + n).c_str(), GGML_TYPE_F32, d, n_keys - T);
-            cache_time   = g.input(("cache_time." + n).c_str(), GGML_TYPE_F32, d, hp_.conv_left);
+        if (caches) {
+            cache.inputs = caches->inputs.empty() ? nullptr : caches->inputs[i];
+            cache.keys   = caches->keys[i];
+            cache.values = caches->values[i];
+            cache_time   = caches->time[i];
         }
         ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, rows);
         x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
-        x = masked_self_attention(ctx, x, p, mask, l, with_caches ? &cache : nullptr, &next);
+        x = masked_self_attention(ctx, x, p, mask, l, caches ? &cache : nullptr, &next);
         x = padded_conv_module(ctx, x, l, cache_time, &next_time);
         x = feed_forward(ctx, x, l.norm_ff2, l.ff2_up, l.ff2_down);
         x = layer_norm(ctx, x, l.norm_out);
-        if (with_caches) {
-            g.output(next.inputs, ("cache_channel_next." + n).c_str());
-            g.output(next.keys, ("cache_keys_next." + n).c_str());
-            g.output(next.values, ("cache_values_next." + n).c_str());
-            g.output(next_time, ("cache_time_next." + n).c_str());
+        if (caches) { // each next cache made of its cache (read before) overwrites it
+            for (auto [from, to] : {std::pair {next.inputs, cache.inputs}, {next.keys, cache.keys},
+                                    {next.values, cache.values}, {next_time, cache_time}}) {
+                if (to) {
+                    g.expand(ggml_cpy(ctx, from, to));
+                }
+            }
         }
         if (taps && i == 0) {
             taps->layer0 = x;
@@ -533,7 +536,8 @@ ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int
     return x;
 }
 
-ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop, int cache_frames, Taps * taps) const {
+ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop, const StreamCaches & caches,
+                                              Taps * taps) const {
     ggml_context * ctx = g.ctx();
     ggml_tensor * x = build_subsampling(g, n_frames, n_frames);
     if (drop > 0) {
@@ -546,7 +550,7 @@ ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop
     if (taps) {
         taps->pre_encode = x;
     }
-    return build_masked_layers(g, x, x->ne[1] + cache_frames, true, taps);
+    return build_masked_layers(g, x, x->ne[1] + caches.keys.front()->ne[1], &caches, taps);
 }
 
 void FastConformer::set_stream_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int drop, int cache_frames,

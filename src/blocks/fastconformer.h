@@ -100,14 +100,19 @@ public:
     // _create_masks makes it offline.
     void          set_attention_mask(Graph & g, int T, const AttentionContext & context) const;
 
+    // A stream's caches, each layer's tensors outside the graph (the stream's own memory), which a step
+    // reads and then overwrites with the next step's: the self-attention's inputs of the frames before
+    // [d_model, cache_frames] (NeMo's cache_last_channel; optional: only dumps read it), their key and
+    // value projections (what the attention reads instead of projecting them again), and the depthwise
+    // conv's inputs before [d_model, conv_left] (NeMo's cache_last_time).
+    struct StreamCaches {
+        std::vector<ggml_tensor *> inputs, keys, values, time;
+    };
     // One step of NeMo's cache-aware streaming (ConformerEncoder.forward with caches): inputs "mel"
-    // [n_mels, n_frames] (the pre-encode cache frames, then the new ones), "cache_channel.L" [d_model,
-    // cache_frames] (layer L's self-attention inputs of the frames before), "cache_keys.L" /
-    // "cache_values.L" (their projections), "cache_time.L" [d_model, K-1] (its depthwise-conv inputs
-    // before), "pos_emb" and "att_mask" (set_stream_inputs); DROP subsampled frames dropped in front
-    // (drop_extra_pre_encoded). Returns [d_model, T] and outputs the next caches as
-    // "cache_channel_next.L", "cache_keys_next.L", "cache_values_next.L", "cache_time_next.L".
-    ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, int cache_frames, Taps * taps) const;
+    // [n_mels, n_frames] (the pre-encode cache frames, then the new ones), "pos_emb" and "att_mask"
+    // (set_stream_inputs); CACHES read and updated; DROP subsampled frames dropped in front
+    // (drop_extra_pre_encoded). Returns [d_model, T].
+    ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, const StreamCaches & caches, Taps * taps) const;
     // Sets build_stream_step's inputs but the caches: mel as in set_inputs, the positions of cache + chunk,
     // and the mask of CONTEXT over them where the cache's first CACHE_FRAMES - CACHE_VALID slots are empty.
     void set_stream_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int drop,
@@ -157,7 +162,7 @@ private:
     // null) and this window under MASK, the conv module with its padding or the cached frames in front;
     // *NEXT_CACHE: what the next step's cache is (with a cache).
     struct LayerCache {
-        ggml_tensor * inputs = nullptr; // [d_model, cache frames]: the attention's inputs (NeMo's cache_last_channel)
+        ggml_tensor * inputs = nullptr; // [d_model, cache frames]: the attention's inputs (NeMo's cache_last_channel), or none
         ggml_tensor * keys   = nullptr; // their key and value projections
         ggml_tensor * values = nullptr;
     };
@@ -168,7 +173,7 @@ private:
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
     void set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & context) const;
     // The layers of a cache-aware model over x [d_model, T] with NKEYS attention keys (cache + window).
-    ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, bool with_caches, Taps * taps) const;
+    ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches, Taps * taps) const;
 
     FastConformerHParams hp_;
     PositionTable positions_;
