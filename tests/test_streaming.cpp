@@ -62,6 +62,18 @@ std::vector<float> rows(const NpyArray & a, int64_t from, int64_t to) {
     return std::vector<float>(a.f32.begin() + from * d, a.f32.begin() + to * d);
 }
 
+// Each of a run's step logits (joint evaluations, CTC frames) within the MANIFEST tolerance of the
+// hybrid's golden FILE's row.
+void expect_rows_within(const std::vector<std::vector<float>> & ours, const std::string & clip, const std::string & file) {
+    const NpyArray want = npy_read(golden_path(kHybrid, clip, file));
+    ASSERT_EQ(ours.size(), size_t(want.shape[0])) << clip << " " << file;
+    float worst = 0;
+    for (size_t e = 0; e < ours.size(); ++e) {
+        worst = std::max(worst, test::max_abs_diff(ours[e], rows(want, int64_t(e), int64_t(e) + 1)));
+    }
+    EXPECT_LE(worst, atol(kHybrid, clip, file)) << clip << " " << file;
+}
+
 class ScopedDump {
 public:
     explicit ScopedDump(const std::string & name) : dir_(::testing::TempDir() + name) {
@@ -150,14 +162,7 @@ TEST(StreamingGolden, Offline_every_stage_and_decision_at_every_lookahead_is_nem
             EXPECT_EQ(r.transcript.text, golden["rnnt"]["text"].get<std::string>()) << where;
             EXPECT_EQ(r.transcript.token_frames, golden["rnnt"]["frames"].get<std::vector<int32_t>>()) << where;
             if (i == 0) { // the default lookahead's raw joint logits, every evaluation
-                const std::string file = at + "offline_rnnt_joint_logits.npy";
-                const NpyArray want = npy_read(golden_path(kHybrid, clip, file));
-                ASSERT_EQ(r.step_logits.size(), size_t(want.shape[0])) << where;
-                float worst = 0;
-                for (size_t e = 0; e < r.step_logits.size(); ++e) {
-                    worst = std::max(worst, test::max_abs_diff(r.step_logits[e], rows(want, int64_t(e), int64_t(e) + 1)));
-                }
-                EXPECT_LE(worst, atol(kHybrid, clip, file)) << where;
+                expect_rows_within(r.step_logits, clip, at + "offline_rnnt_joint_logits.npy");
             }
             // The CTC head of the same encoder: log-probabilities (default lookahead), frame decisions, text.
             ro.decoder_type = DecoderType::Ctc;
@@ -165,14 +170,7 @@ TEST(StreamingGolden, Offline_every_stage_and_decision_at_every_lookahead_is_nem
             EXPECT_EQ(c.transcript.tokens, golden["ctc"]["collapsed"].get<std::vector<int32_t>>()) << where;
             EXPECT_EQ(c.transcript.text, golden["ctc"]["text"].get<std::string>()) << where;
             if (i == 0) {
-                const std::string file = at + "offline_ctc_log_probs.npy";
-                const NpyArray want = npy_read(golden_path(kHybrid, clip, file));
-                ASSERT_EQ(c.step_logits.size(), size_t(want.shape[0])) << where;
-                float worst = 0;
-                for (size_t t = 0; t < c.step_logits.size(); ++t) {
-                    worst = std::max(worst, test::max_abs_diff(c.step_logits[t], rows(want, int64_t(t), int64_t(t) + 1)));
-                }
-                EXPECT_LE(worst, atol(kHybrid, clip, file)) << where;
+                expect_rows_within(c.step_logits, clip, at + "offline_ctc_log_probs.npy");
             }
         }
     }
@@ -211,6 +209,9 @@ void expect_streamed_as_nemo(const Kind & k, Model & model, const char * clip, c
         ASSERT_EQ(int(s.steps.size()), golden["n_steps"].get<int>()) << where;
         const NpyArray enc = npy_read(golden_path(k, clip, at + "stream_enc.npy"));
         const double enc_tol = atol(k, clip, at + "stream_enc.npy");
+        const NpyArray stacked = dump.read("stream_enc"); // the golden's own name and layout
+        ASSERT_EQ(stacked.shape, enc.shape) << where;
+        EXPECT_LE(test::max_abs_diff(stacked.f32, enc.f32), enc_tol) << where;
         for (const nlohmann::json & step : golden["steps"]) {
             const int n = step["step"].get<int>();
             const std::vector<int> r = step["enc_rows"].get<std::vector<int>>();

@@ -171,7 +171,7 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
     }
     Graph & g = graphs_.get(int64_t(F) * 2 + (drop > 0), [&] {
         auto graph = std::make_unique<Graph>(16384, "stream step");
-        ggml_tensor * enc = conformer.build_stream_step(*graph, F, drop, caches_, nullptr);
+        ggml_tensor * enc = conformer.build_stream_step(*graph, F, drop, caches_, n_threads, nullptr);
         graph->output(enc, "enc");
         graph->output(head_(graph->ctx(), enc), "head");
         return graph;
@@ -186,7 +186,10 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
     cache_valid_ = std::min(cache_valid_ + step.frames, L);
     if (dump_enabled() && keep_inputs_) { // the golden layouts: [layers, 1, L, d] and [layers, 1, d, K-1]
         const std::string k = std::to_string(step_);
-        dump_f32(("stream_enc_step" + k).c_str(), tensor_get_f32(g.get("enc")), {step.frames, d});
+        const std::vector<float> enc = tensor_get_f32(g.get("enc"));
+        dump_f32(("stream_enc_step" + k).c_str(), enc, {step.frames, d});
+        dumped_enc_.insert(dumped_enc_.end(), enc.begin(), enc.end()); // every step's, stacked: stream_enc
+        dump_f32("stream_enc", dumped_enc_, {frames_out_ + step.frames, d});
         std::vector<float> channel, time;
         for (int l = 0; l < hp.n_layers; ++l) {
             const std::vector<float> in = tensor_get_f32(caches_.inputs[size_t(l)]), t = tensor_get_f32(caches_.time[size_t(l)]);

@@ -75,6 +75,7 @@ private:
 
     int                         buffer_idx_ = 0, step_ = 0, frames_out_ = 0, cache_valid_ = 0;
     bool                        keep_inputs_ = false; // NeMo's cache_last_channel too (dumps)
+    std::vector<float>          dumped_enc_;          // dumps: every step's encoder output
     FastConformer::StreamCaches caches_;
     ggml_context *              cache_ctx_ = nullptr;
     ggml_backend_buffer_t       cache_buf_ = nullptr;

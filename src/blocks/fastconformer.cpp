@@ -312,7 +312,7 @@ ggml_type FastConformer::positions_type(int64_t T) const {
 
 ggml_tensor * FastConformer::build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const {
     if (hp_.cache_aware()) {
-        return build_masked_layers(g, x, x->ne[1], nullptr, taps);
+        return build_masked_layers(g, x, x->ne[1], nullptr, n_threads, taps);
     }
     ggml_context * ctx = g.ctx();
     const int64_t T = x->ne[1], H = hp_.n_heads, hd = hp_.d_model / H;
@@ -494,13 +494,28 @@ ggml_tensor * FastConformer::padded_conv_module(ggml_context * ctx, ggml_tensor 
 }
 
 ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches,
-                                                 Taps * taps) const {
+                                                 int n_threads, Taps * taps) const {
     ggml_context * ctx = g.ctx();
     const int64_t T = x->ne[1], d = hp_.d_model, H = hp_.n_heads, hd = d / H, rows = PositionTable::rows(n_keys);
     if (hp_.xscaling) {
         x = ggml_scale(ctx, x, std::sqrt(float(d)));
     }
-    ggml_tensor * pos  = g.input("pos_emb", GGML_TYPE_F32, d, rows);
+    // The layers' projected positions depend on the window alone: from the model's table (made once, F32,
+    // by the ops the graph would use) where the weights are in host memory, else projected here.
+    std::vector<ggml_tensor *> pos_ws;
+    bool host = true;
+    for (const Layer & l : layers_) {
+        pos_ws.push_back(l.pos_w);
+        host = host && in_host_memory(l.pos_w);
+    }
+    std::shared_ptr<const PositionTable::Projections> table;
+    ggml_tensor * pos = nullptr;
+    if (host && !layers_.empty()) {
+        table = positions_.projections(pos_ws, n_keys, GGML_TYPE_F32, n_threads);
+        g.keep(table);
+    } else {
+        pos = g.input("pos_emb", GGML_TYPE_F32, d, rows);
+    }
     ggml_tensor * mask = g.input("att_mask", GGML_TYPE_F32, n_keys, T);
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer & l = layers_[i];
@@ -512,7 +527,8 @@ ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int
             cache.values = caches->values[i];
             cache_time   = caches->time[i];
         }
-        ggml_tensor * p = ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, rows);
+        ggml_tensor * p = table ? PositionTable::window(ctx, *table, i, n_keys)
+                                : ggml_reshape_3d(ctx, ops::matmul(ctx, l.pos_w, pos), hd, H, rows);
         x = feed_forward(ctx, x, l.norm_ff1, l.ff1_up, l.ff1_down);
         x = masked_self_attention(ctx, x, p, mask, l, caches ? &cache : nullptr, &next);
         x = padded_conv_module(ctx, x, l, cache_time, &next_time);
@@ -537,7 +553,7 @@ ggml_tensor * FastConformer::build_masked_layers(Graph & g, ggml_tensor * x, int
 }
 
 ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop, const StreamCaches & caches,
-                                              Taps * taps) const {
+                                              int n_threads, Taps * taps) const {
     ggml_context * ctx = g.ctx();
     ggml_tensor * x = build_subsampling(g, n_frames, n_frames);
     if (drop > 0) {
@@ -550,14 +566,16 @@ ggml_tensor * FastConformer::build_stream_step(Graph & g, int n_frames, int drop
     if (taps) {
         taps->pre_encode = x;
     }
-    return build_masked_layers(g, x, x->ne[1] + caches.keys.front()->ne[1], &caches, taps);
+    return build_masked_layers(g, x, x->ne[1] + caches.keys.front()->ne[1], &caches, n_threads, taps);
 }
 
 void FastConformer::set_stream_inputs(Graph & g, const std::vector<float> & mel, int n_frames, int drop, int cache_frames,
                                       int cache_valid, const AttentionContext & context) const {
     set_subsampling_inputs(g, mel, n_frames, n_frames);
     const int T = subsampled_length(n_frames) - drop;
-    positions_.set_embeddings(g.get("pos_emb"), T + cache_frames);
+    if (ggml_tensor * pos = g.find("pos_emb")) {
+        positions_.set_embeddings(pos, T + cache_frames);
+    }
     set_stream_inputs_mask(g, T, cache_frames, cache_valid, context);
 }
 

@@ -112,7 +112,9 @@ public:
     // [n_mels, n_frames] (the pre-encode cache frames, then the new ones), "pos_emb" and "att_mask"
     // (set_stream_inputs); CACHES read and updated; DROP subsampled frames dropped in front
     // (drop_extra_pre_encoded). Returns [d_model, T].
-    ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, const StreamCaches & caches, Taps * taps) const;
+    // N_THREADS: as for build().
+    ggml_tensor * build_stream_step(Graph & g, int n_frames, int drop, const StreamCaches & caches, int n_threads,
+                                    Taps * taps) const;
     // Sets build_stream_step's inputs but the caches: mel as in set_inputs, the positions of cache + chunk,
     // and the mask of CONTEXT over them where the cache's first CACHE_FRAMES - CACHE_VALID slots are empty.
     void set_stream_inputs(Graph & g, const std::vector<float> & mel_channel_major, int n_frames, int drop,
@@ -173,7 +175,8 @@ private:
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
     void set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & context) const;
     // The layers of a cache-aware model over x [d_model, T] with NKEYS attention keys (cache + window).
-    ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches, Taps * taps) const;
+    ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches, int n_threads,
+                                      Taps * taps) const;
 
     FastConformerHParams hp_;
     PositionTable positions_;

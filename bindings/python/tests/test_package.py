@@ -272,3 +272,20 @@ def test_align_with_gives_nfas_word_times(paths):
         assert [(w.word, w.t0_ms, w.t1_ms) for w in r.words] == want
     model.close()
     ctc.close()
+
+
+def test_a_streaming_model_s_contexts_and_their_offline_runs(paths):
+    """A cache-aware streaming model (streaming-tiny's hybrid): its attention contexts, and at each one the
+    ids NeMo's offline run gives (the fixture's goldens); one it was not trained with is an error."""
+    model = transcribe.Model(paths["models"] / "streaming-hybrid-tiny-f32.gguf", threads=2)
+    assert model.att_contexts == [(70, 13), (70, 6), (70, 1), (70, 0)]
+    assert (model.native_streaming, model.end_of_turn_token) == (True, -1)
+    fixture = paths["root"] / "tests" / "fixtures" / "streaming-tiny"
+    audio = fixture / "audio" / "cards_005.wav"
+    for left, right in model.att_contexts:
+        golden = json.loads((fixture / "golden" / "cards_005" / f"att_{left}_{right}" / "offline.json").read_text())
+        assert model.transcribe(audio, att_context_size=(left, right)).tokens == golden["rnnt"]["ids"]
+    with pytest.raises(transcribe.TranscribeError) as e:
+        model.transcribe(audio, att_context_size=(70, 2))
+    assert "70,13, 70,6, 70,1, 70,0" in str(e.value)
+    assert transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2).att_contexts == []

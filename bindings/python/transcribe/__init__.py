@@ -150,6 +150,11 @@ class Model:
         self.hotwords = bool(info.hotwords)  # transcribe(hotwords=...) boosts its decoding
         self.text_prompt = bool(info.text_prompt)  # transcribe(prompt=...) is read as context
         self.language_detection = bool(info.language_detection)  # transcribe(language="auto") detects it (Whisper)
+        # Cache-aware streaming models: the (left, right) attention contexts they were trained with, the default
+        # first (transcribe(att_context_size=...)); whether they transcribe as they hear; their <EOU> id or -1.
+        self.att_contexts = [(info.att_contexts[2 * i], info.att_contexts[2 * i + 1]) for i in range(info.n_att_contexts)]
+        self.native_streaming = bool(info.native_streaming)
+        self.end_of_turn_token = int(info.end_of_turn_token)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -206,7 +211,7 @@ class Model:
                    hotword_weight: float = 1.0, align_with: Optional[Union[str, Path, "Model"]] = None,
                    prompt: Optional[str] = None, no_timestamps: bool = False,
                    condition_on_previous_text: bool = True, temperature: Union[float, Sequence[float]] = 0.0,
-                   best_of: int = 0, seed: int = 0) -> Result:
+                   best_of: int = 0, seed: int = 0, att_context_size: Optional[Sequence[int]] = None) -> Result:
         """audio: a file (wav, flac, ogg, mp3, ...) or mono float samples at sample_rate (a numpy array, an
         array('f') or any sequence of numbers). vad: a Silero VAD GGUF for speech-aware long audio.
         language: the speech's language (one of .languages); translate_to: write the text in another
@@ -228,7 +233,8 @@ class Model:
         Whisper (openai-whisper's transcribe() arguments): language None or "auto" detects it; timestamps=True
         is word_timestamps=True; no_timestamps decodes without timestamp tokens; condition_on_previous_text;
         temperature: one (no fallback) or the sequence the fallback tries, sampling above 0 with best_of
-        samples from a generator seeded with seed."""
+        samples from a generator seeded with seed. att_context_size: (left, right), one of .att_contexts
+        (cache-aware streaming models; default: the first)."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
         a = N.Audio()
@@ -263,6 +269,9 @@ class Model:
             rp.n_temperatures = len(temps)
             rp.best_of = int(best_of)
             rp.seed = int(seed)
+            if att_context_size is not None:
+                context = (ctypes.c_int32 * 2)(*[int(v) for v in att_context_size][:2])  # alive until the run returns
+                rp.att_context_size = ctypes.cast(context, ctypes.POINTER(ctypes.c_int32))
             if vad is not None:
                 rp.vad = self._vad_model(str(vad))
             if draft is not None:

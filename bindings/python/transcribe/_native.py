@@ -27,7 +27,8 @@ class ModelInfo(ctypes.Structure):
                 ("language_prompt", c_bool), ("token_budget", c_bool), ("speculative", c_bool),
                 ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
                 ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool),
-                ("text_prompt", c_bool), ("language_detection", c_bool)]
+                ("text_prompt", c_bool), ("language_detection", c_bool), ("n_att_contexts", c_int),
+                ("att_contexts", ctypes.POINTER(c_int32)), ("native_streaming", c_bool), ("end_of_turn_token", c_int32)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
@@ -72,7 +73,7 @@ class RunParams(ctypes.Structure):
                 ("hotwords", c_char_p), ("hotword_weight", c_float), ("aligner", c_void_p),
                 ("prompt", c_char_p), ("no_timestamps", c_bool), ("no_condition_on_previous_text", c_bool),
                 ("temperatures", ctypes.POINTER(c_float)), ("n_temperatures", c_int), ("best_of", c_int),
-                ("seed", ctypes.c_uint64)]
+                ("seed", ctypes.c_uint64), ("att_context_size", ctypes.POINTER(c_int32))]
 
 
 class Timings(ctypes.Structure):
