@@ -69,7 +69,8 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
     hp.conv_left = hp.conv_right = (hp.conv_kernel - 1) / 2;
     if (f.has_key("encoder.conv_context")) {
         const std::vector<int32_t> cc = f.get_i32_array("encoder.conv_context");
-        if (cc.size() != 2 || cc[0] < 0 || cc[1] < 0 || cc[0] + cc[1] + 1 != hp.conv_kernel) {
+        if (cc.size() != 2 || cc[0] < 0 || cc[1] < 0 || cc[0] >= hp.conv_kernel || cc[1] >= hp.conv_kernel ||
+            cc[0] + cc[1] + 1 != hp.conv_kernel) {
             fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: encoder.conv_context must be two paddings summing to the kernel "
                  "size - 1", f.path().c_str());
         }
@@ -94,7 +95,8 @@ FastConformerHParams FastConformerHParams::from_file(const ModelFile & f, int n_
         hp.att_contexts.clear();
         for (size_t i = 0; i < sizes.size(); i += 2) {
             const AttentionContext c {sizes[i], sizes[i + 1]};
-            if (c.left < -1 || c.right < -1 || (hp.chunked_limited && c.right < 0 && sizes.size() == 2) ||
+            constexpr int kMaxContext = 1 << 20; // frames: far past any window, and no overflow in the masks
+            if (c.left < -1 || c.right < -1 || c.left > kMaxContext || c.right > kMaxContext || (hp.chunked_limited && c.right < 0 && sizes.size() == 2) ||
                 (hp.chunked_limited && c.left > 0 && c.right >= 0 && c.left % (c.right + 1))) {
                 fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid attention context [%d, %d]", f.path().c_str(),
                      c.left, c.right);
