@@ -133,6 +133,9 @@ void CacheAwareEncoderStream::finish(Executor & exec, int n_threads, std::vector
     while (run_step(exec, n_threads, steps)) {
     }
     trim_held();
+    if (dump_enabled() && keep_inputs_) {
+        dump_f32("stream_enc", dumped_enc_, {frames_out_, enc_.hparams().d_model});
+    }
 }
 
 bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vector<Step> & steps) {
@@ -188,8 +191,7 @@ bool CacheAwareEncoderStream::run_step(Executor & exec, int n_threads, std::vect
         const std::string k = std::to_string(step_);
         const std::vector<float> enc = tensor_get_f32(g.get("enc"));
         dump_f32(("stream_enc_step" + k).c_str(), enc, {step.frames, d});
-        dumped_enc_.insert(dumped_enc_.end(), enc.begin(), enc.end()); // every step's, stacked: stream_enc
-        dump_f32("stream_enc", dumped_enc_, {frames_out_ + step.frames, d});
+        dumped_enc_.insert(dumped_enc_.end(), enc.begin(), enc.end()); // every step's, stacked at the end: stream_enc
         std::vector<float> channel, time;
         for (int l = 0; l < hp.n_layers; ++l) {
             const std::vector<float> in = tensor_get_f32(caches_.inputs[size_t(l)]), t = tensor_get_f32(caches_.time[size_t(l)]);
