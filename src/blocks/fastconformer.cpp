@@ -397,15 +397,11 @@ void FastConformer::set_inputs(Graph & g, const std::vector<float> & mel, int n_
     const int T = subsampled_length(n_valid);
     set_position_inputs(g, T);
     if (hp_.cache_aware()) {
-        set_attention_mask(g, T, context);
+        set_attention_mask(g, T, 0, 0, context);
     }
 }
 
 // ---- cache-aware models: limited attention contexts, padded (causal) convolutions, streaming steps
-
-void FastConformer::set_attention_mask(Graph & g, int T, const AttentionContext & context) const {
-    set_stream_inputs_mask(g, T, 0, 0, context);
-}
 
 std::vector<float> attention_mask(bool chunked_limited, const AttentionContext & c, int T, int cache, int cache_valid) {
     const int n_keys = cache + T, offset = cache - cache_valid;
@@ -431,8 +427,7 @@ std::vector<float> attention_mask(bool chunked_limited, const AttentionContext &
     return v;
 }
 
-void FastConformer::set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid,
-                                           const AttentionContext & c) const {
+void FastConformer::set_attention_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & c) const {
     tensor_set(g.get("att_mask"), attention_mask(hp_.chunked_limited, c, T, cache, cache_valid));
 }
 
@@ -475,18 +470,14 @@ ggml_tensor * FastConformer::masked_self_attention(ggml_context * ctx, ggml_tens
 
 ggml_tensor * FastConformer::padded_conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l, ggml_tensor * cache,
                                                 ggml_tensor ** next_cache) const {
-    const int64_t d = hp_.d_model, T = x->ne[1];
-    ggml_tensor * y    = linear(ctx, layer_norm(ctx, x, l.norm_conv, {l.pw1.w}), l.pw1.w, l.pw1.b); // [2d, T]
-    ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
-    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
-    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
+    ggml_tensor * y   = linear(ctx, layer_norm(ctx, x, l.norm_conv, {l.pw1.w}), l.pw1.w, l.pw1.b); // [2d, T]
+    ggml_tensor * glu = ops::glu(ctx, y);                                                          // [d, T]
     // CausalConv1D: the cached inputs (or zeros) in front, the right padding behind; the next cache is
     // the last frames of that, right padding included.
     ggml_tensor * ext = cache ? ggml_pad_ext(ctx, ggml_concat(ctx, cache, glu, 1), 0, 0, 0, hp_.conv_right, 0, 0, 0, 0)
                               : ggml_pad_ext(ctx, glu, 0, 0, hp_.conv_left, hp_.conv_right, 0, 0, 0, 0);
     if (cache) {
-        const int64_t keep = cache->ne[1], n = ext->ne[1];
-        *next_cache = ggml_cont(ctx, ggml_view_2d(ctx, ext, d, keep, ext->nb[1], size_t(n - keep) * ext->nb[1]));
+        *next_cache = cache_tail(ctx, ext, cache->ne[1]);
     }
     ggml_tensor * h = ggml_add(ctx, ops::depthwise_conv_time(ctx, ext, l.dw_folded.w), l.dw_folded.b);
     if (hp_.conv_layer_norm) {
@@ -578,7 +569,7 @@ void FastConformer::set_stream_inputs(Graph & g, const std::vector<float> & mel,
     if (ggml_tensor * pos = g.find("pos_emb")) {
         positions_.set_embeddings(pos, T + cache_frames);
     }
-    set_stream_inputs_mask(g, T, cache_frames, cache_valid, context);
+    set_attention_mask(g, T, cache_frames, cache_valid, context);
 }
 
 } // namespace transcribe

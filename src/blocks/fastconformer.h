@@ -96,9 +96,6 @@ public:
     // the attention does not take its positions from the model's table).
     ggml_tensor * build_layers(Graph & g, ggml_tensor * x, int n_threads, Taps * taps) const;
     void          set_position_inputs(Graph & g, int64_t T) const;
-    // The attention mask input of a window of T frames (cache-aware models): CONTEXT's, as NeMo's
-    // _create_masks makes it offline.
-    void          set_attention_mask(Graph & g, int T, const AttentionContext & context) const;
 
     // A stream's caches, each layer's tensors outside the graph (the stream's own memory), which a step
     // reads and then overwrites with the next step's: the self-attention's inputs of the frames before
@@ -173,7 +170,9 @@ private:
     ggml_tensor * padded_conv_module(ggml_context * ctx, ggml_tensor * x, const Layer & l, ggml_tensor * cache,
                                      ggml_tensor ** next_cache) const;
     ggml_tensor * subsample(Graph & g, int n_frames, int n_valid) const;
-    void set_stream_inputs_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & context) const;
+    // The "att_mask" input: attention_mask() of the model's style over CACHE slots (the last CACHE_VALID
+    // filled) and a window of T.
+    void set_attention_mask(Graph & g, int T, int cache, int cache_valid, const AttentionContext & context) const;
     // The layers of a cache-aware model over x [d_model, T] with NKEYS attention keys (cache + window).
     ggml_tensor * build_masked_layers(Graph & g, ggml_tensor * x, int64_t n_keys, const StreamCaches * caches, int n_threads,
                                       Taps * taps) const;

@@ -134,7 +134,7 @@ void MelFrontend::filterbank_frames(int n_frames, int n_threads, const Sample & 
 }
 
 MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads) const {
-    const int n_fft = cfg_.n_fft, hop = cfg_.hop_length, n_mels = cfg_.n_mels;
+    const int hop = cfg_.hop_length, n_mels = cfg_.n_mels;
     if (n < size_t(hop)) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "audio too short: %zu samples, need at least %d", n, hop);
     }
@@ -147,32 +147,17 @@ MelFeatures MelFrontend::compute(const float * samples, size_t n, int n_threads)
     out.n_frames = out.n_valid + 1;
     const int n_frames = out.n_frames;
 
-    // The pre-emphasised signal with n_fft/2 zeros on each side (a centred STFT, constant padding), read
-    // a frame at a time rather than copied whole: a long recording's padded copy in doubles is 8 bytes a
-    // sample of new memory to fault in.
-    const int64_t pad = n_fft / 2, n_samples = int64_t(n);
-    const double  preemph = double(cfg_.preemph);
-    auto emphasised = [&](int64_t i) { // sample i of the padded signal
-        i -= pad;
-        if (i < 0 || i >= n_samples) {
-            return 0.0;
-        }
-        return i == 0 ? double(samples[0]) : double(samples[i]) - preemph * double(samples[i - 1]);
-    };
-
-    // Log-mel frames straight into the output, normalised there afterwards.
+    // Log-mel frames straight into the output (the frames past the valid length zeros), normalised there
+    // afterwards.
     reserve_huge(out.data, size_t(n_mels) * size_t(n_frames));
     out.data.resize(size_t(n_mels) * size_t(n_frames));
     float * logmel = out.data.data();
-    filterbank_frames(n_frames, n_threads, emphasised, [&](int m, int t, double acc) {
-        logmel[size_t(m) * size_t(n_frames) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));
-    });
+    nemo_log_mel(samples, 0, int64_t(n), 0, n_frames, n_threads, logmel);
 
-    // Per-feature normalisation over the valid frames (unbiased std), in place; the rest zeroed.
+    // Per-feature normalisation over the valid frames (unbiased std), in place.
     const int L = out.n_valid;
     for (int m = 0; m < n_mels; ++m) {
         float * row = logmel + size_t(m) * size_t(n_frames);
-        std::fill(row + L, row + n_frames, 0.0f);
         if (!cfg_.per_feature) {
             continue;
         }
@@ -198,9 +183,7 @@ std::vector<float> MelFrontend::frames(const float * samples, int64_t samples_st
     if (cfg_.variant != MelConfig::Variant::Nemo || cfg_.per_feature) {
         fail(TRANSCRIBE_ERR_INTERNAL, "mel frames a chunk at a time: only NeMo's log-mel without normalisation");
     }
-    const int64_t pad = cfg_.n_fft / 2, held_end = samples_start + int64_t(n_samples);
-    const int64_t valid = n_total < 0 ? INT64_MAX : n_total / cfg_.hop_length;
-    const double  preemph = double(cfg_.preemph);
+    const int64_t held_end = samples_start + int64_t(n_samples);
     const int64_t need_begin = std::max<int64_t>(0, frame_first_sample(first));
     int64_t need_end = frame_end_sample(first + count - 1);
     if (n_total >= 0) {
@@ -209,7 +192,20 @@ std::vector<float> MelFrontend::frames(const float * samples, int64_t samples_st
     if (count <= 0 || need_begin < samples_start || need_end > held_end) {
         fail(TRANSCRIBE_ERR_INTERNAL, "mel frames %d..%d read samples that are not held", first, first + count);
     }
-    auto sample_at = [&](int64_t i) { return double(samples[i - samples_start]); }; // within the frames' span
+    std::vector<float> out(size_t(cfg_.n_mels) * size_t(count));
+    nemo_log_mel(samples, samples_start, n_total, first, count, n_threads, out.data());
+    return out;
+}
+
+void MelFrontend::nemo_log_mel(const float * samples, int64_t samples_start, int64_t n_total, int first, int count,
+                               int n_threads, float * out) const {
+    // The pre-emphasised signal with n_fft/2 zeros on each side (a centred STFT, constant padding), read
+    // a frame at a time rather than copied whole: a long recording's padded copy in doubles is 8 bytes a
+    // sample of new memory to fault in.
+    const int64_t pad = cfg_.n_fft / 2;
+    const int64_t valid = n_total < 0 ? INT64_MAX : n_total / cfg_.hop_length;
+    const double  preemph = double(cfg_.preemph);
+    auto sample_at = [&](int64_t i) { return double(samples[i - samples_start]); };
     auto emphasised = [&](int64_t j) { // sample j of frame FIRST's padded signal
         const int64_t i = int64_t(first) * cfg_.hop_length + j - pad;
         if (i < 0 || (n_total >= 0 && i >= n_total)) {
@@ -217,13 +213,10 @@ std::vector<float> MelFrontend::frames(const float * samples, int64_t samples_st
         }
         return i == 0 ? sample_at(0) : sample_at(i) - preemph * sample_at(i - 1);
     };
-    std::vector<float> out(size_t(cfg_.n_mels) * size_t(count), 0.0f);
     filterbank_frames(count, n_threads, emphasised, [&](int m, int t, double acc) {
-        if (first + t < valid) { // NeMo's frames from the valid length on hold the pad value, 0
-            out[size_t(m) * size_t(count) + size_t(t)] = float(std::log(acc + double(cfg_.log_guard)));
-        }
+        // NeMo's frames from the valid length on hold the pad value, 0.
+        out[size_t(m) * size_t(count) + size_t(t)] = first + t < valid ? float(std::log(acc + double(cfg_.log_guard))) : 0.0f;
     });
-    return out;
 }
 
 MelFeatures MelFrontend::compute_whisper(const float * samples, size_t n, int n_threads) const {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -61,6 +62,10 @@ public:
 
 private:
     MelFeatures compute_whisper(const float * samples, size_t n, int n_threads) const;
+    // NeMo's unnormalised log-mel frames [FIRST, FIRST + COUNT) of a signal of N_TOTAL samples (< 0: not
+    // known yet), SAMPLES holding it from SAMPLES_START on, into OUT [n_mels][count].
+    void nemo_log_mel(const float * samples, int64_t samples_start, int64_t n_total, int first, int count, int n_threads,
+                      float * out) const;
     template <typename Sample, typename Store>
     void filterbank_frames(int n_frames, int n_threads, const Sample & sample, const Store & store) const;
 

@@ -76,14 +76,16 @@ ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel
     if (glu_conv_op_applies(y, kernel, bias)) {
         return glu_conv_op(ctx, y, kernel, bias);
     }
-    const int64_t d = kernel->ne[1], T = y->ne[1], K = kernel->ne[0];
+    const int K = int(kernel->ne[0]);
+    ggml_tensor * padded = ggml_pad_ext(ctx, glu(ctx, y), 0, 0, K / 2, K / 2, 0, 0, 0, 0);
+    return ggml_silu(ctx, ggml_add(ctx, depthwise_conv_time(ctx, padded, kernel), bias));
+}
+
+ggml_tensor * glu(ggml_context * ctx, ggml_tensor * y) {
+    const int64_t d = y->ne[0] / 2, T = y->ne[1];
     ggml_tensor * a    = ggml_view_2d(ctx, y, d, T, y->nb[1], 0);
-    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * sizeof(float));
-    ggml_tensor * glu  = ggml_mul(ctx, a, ggml_sigmoid(ctx, gate)); // [d, T]
-    ggml_tensor * tx   = ggml_cont(ctx, ggml_transpose(ctx, glu));  // [T, d]
-    tx = ggml_pad_ext(ctx, tx, int(K / 2), int(K / 2), 0, 0, 0, 0, 0, 0);
-    ggml_tensor * dw = ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, tx, T + K - 1, d, 1), kernel); // [d, T, 1]
-    return ggml_silu(ctx, ggml_add(ctx, ggml_reshape_2d(ctx, dw, d, T), bias));
+    ggml_tensor * gate = ggml_view_2d(ctx, y, d, T, y->nb[1], size_t(d) * ggml_element_size(y));
+    return ggml_mul(ctx, a, ggml_sigmoid(ctx, gate));
 }
 
 } // namespace ops
