@@ -504,6 +504,8 @@ typedef struct transcribe_stream_params {
     int   silence_duration_ms; /* quiet that ends a turn (default 500) */
     int   partial_interval_ms; /* the open turn re-transcribed at most once per this much audio, backing off
                                   to keep it under half of real time (default 500); 0: no deltas */
+    bool  end_of_turn;         /* transcribe_stream_create_native without turn_detection: turns end where an
+                                  end-of-utterance model says so (OpenAI's semantic_vad; default false) */
 } transcribe_stream_params;
 
 typedef enum transcribe_stream_event_type {
@@ -526,6 +528,20 @@ TRANSCRIBE_API transcribe_stream_params transcribe_stream_params_init(void);
 /* VAD: required with turn_detection (INVALID_ARG without), ignored otherwise; it must outlive the stream. */
 TRANSCRIBE_API transcribe_status transcribe_stream_create(transcribe_vad_model * vad, const transcribe_stream_params * params,
                                                           transcribe_stream ** out_stream);
+/* A live stream through a model that transcribes as it hears (transcribe_model_info.native_streaming), on
+ * SESSION (the stream's own until it is freed: no run on it meanwhile), with RUN's att_context_size,
+ * decoder_type and hotwords (NULL: the model's). The same events; each step's new words are a DELTA, and
+ * nothing is transcribed twice. Turns: with params->turn_detection the VAD's, each turn's audio (its
+ * prefix padding included) streamed through the model on its own, so its COMPLETED is the model's
+ * streaming transcript of that audio; with params->end_of_turn (an end-of-utterance model) one stream
+ * over all the audio, a turn ending at the model's end_of_turn_token (its text without it); else one
+ * stream from commit to commit. A commit finishes the current turn's stream (all its audio transcribed).
+ * transcribe_stream_decode runs the steps due (its SESSION and BATCHER then NULL). INVALID_ARG for a
+ * model that does not stream natively, or end_of_turn on one without the token. */
+TRANSCRIBE_API transcribe_status transcribe_stream_create_native(transcribe_session * session, transcribe_vad_model * vad,
+                                                                 const transcribe_stream_params * params,
+                                                                 const transcribe_run_params * run,
+                                                                 transcribe_stream ** out_stream);
 TRANSCRIBE_API void transcribe_stream_free(transcribe_stream * stream);
 /* Mono samples at the stream's rate, any number at a time. */
 TRANSCRIBE_API transcribe_status transcribe_stream_push(transcribe_stream * stream, const float * pcm, size_t n_samples);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "model/family.h"
 #include "engine/live_stream.h"
+#include "engine/native_live_stream.h"
 #include "engine/long_audio.h"
 #include "core/log.h"
 #include "core/system_memory.h"
@@ -945,8 +946,10 @@ void transcribe_vad_result_free(transcribe_vad_result * r) { delete r; }
 // ---------------------------------------------------------------- live streams
 
 struct transcribe_stream {
-    std::unique_ptr<LiveStream> impl;
-    std::string                 text; // the last event's text, kept for the caller
+    std::unique_ptr<LiveTurns> impl;
+    LiveStream *               offline = nullptr; // impl, re-decoding an offline model's turns
+    NativeLiveStream *         native  = nullptr; // impl, through a model that transcribes as it hears
+    std::string                text;              // the last event's text, kept for the caller
 };
 
 transcribe_stream_params transcribe_stream_params_init(void) {
@@ -958,6 +961,7 @@ transcribe_stream_params transcribe_stream_params_init(void) {
     p.prefix_padding_ms   = d.turns.prefix_padding_ms;
     p.silence_duration_ms = d.turns.silence_duration_ms;
     p.partial_interval_ms = d.partial_interval_ms;
+    p.end_of_turn         = false;
     return p;
 }
 
@@ -980,8 +984,53 @@ transcribe_status transcribe_stream_create(transcribe_vad_model * vad, const tra
         if (p.turn_detection && vad) {
             detector = std::make_unique<SileroVadSession>(*vad->impl, 1);
         }
-        auto s  = std::make_unique<transcribe_stream>();
-        s->impl = std::make_unique<LiveStream>(o, std::move(detector));
+        auto s     = std::make_unique<transcribe_stream>();
+        auto impl  = std::make_unique<LiveStream>(o, std::move(detector));
+        s->offline = impl.get();
+        s->impl    = std::move(impl);
+        *out_stream = s.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
+transcribe_status transcribe_stream_create_native(transcribe_session * session, transcribe_vad_model * vad,
+                                                  const transcribe_stream_params * params,
+                                                  const transcribe_run_params * run, transcribe_stream ** out_stream) {
+    return guarded([&] {
+        if (!session || !out_stream) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_create_native: null argument");
+        }
+        *out_stream = nullptr;
+        const transcribe_stream_params p = params ? *params : transcribe_stream_params_init();
+        if (p.turn_detection && !vad) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_create_native: turn detection needs a VAD model");
+        }
+        NativeLiveOptions o;
+        o.sample_rate             = p.sample_rate;
+        o.turns                   = p.turn_detection ? NativeTurns::Vad : p.end_of_turn ? NativeTurns::EndOfTurnToken
+                                                                                        : NativeTurns::Commits;
+        o.vad.threshold           = p.threshold;
+        o.vad.prefix_padding_ms   = p.prefix_padding_ms;
+        o.vad.silence_duration_ms = p.silence_duration_ms;
+        Session &          model_session = session->pipeline->session();
+        const Model &      model         = session->pipeline->model();
+        const RunOptions   options       = run_request(run).options;
+        if (!model.info().native_streaming) {
+            model_session.open_stream(options); // its INVALID_ARG names the alternative
+        }
+        NativeLiveModel m;
+        m.sample_rate = model.info().sample_rate;
+        m.end_of_turn = model.info().end_of_turn_token;
+        m.open        = [&model_session, options] { return model_session.open_stream(options); };
+        m.detokenize  = [&model](const std::vector<int32_t> & ids) { return model.tokenizer().decode(ids); };
+        std::unique_ptr<SpeechDetector> detector;
+        if (p.turn_detection) {
+            detector = std::make_unique<SileroVadSession>(*vad->impl, 1);
+        }
+        auto s    = std::make_unique<transcribe_stream>();
+        auto impl = std::make_unique<NativeLiveStream>(o, std::move(m), std::move(detector));
+        s->native = impl.get();
+        s->impl   = std::move(impl);
         *out_stream = s.release();
         return TRANSCRIBE_OK;
     });
@@ -1028,14 +1077,18 @@ size_t transcribe_stream_turns_waiting(const transcribe_stream * stream) {
 transcribe_status transcribe_stream_decode(transcribe_stream * stream, transcribe_session * session,
                                            transcribe_batcher * batcher, const transcribe_run_params * params) {
     return guarded([&] {
+        if (stream && stream->native) {
+            stream->native->decode();
+            return TRANSCRIBE_OK;
+        }
         if (!stream || (!session && !batcher)) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_decode: null argument");
         }
         RecordingPipeline & pipeline = *(batcher ? batcher->session : session)->pipeline;
         const RecordingRequest req = run_request(params);
-        const int rate = pipeline.model().info().sample_rate, stream_rate = stream->impl->options().sample_rate;
+        const int rate = pipeline.model().info().sample_rate, stream_rate = stream->offline->options().sample_rate;
         bool truncated = false;
-        stream->impl->decode([&](const float * pcm, size_t n) {
+        stream->offline->decode([&](const float * pcm, size_t n) {
             std::vector<float> resampled;
             if (stream_rate != rate) {
                 resampled = audio_to_mono(pcm, n, stream_rate, 1, rate);

@@ -11,8 +11,6 @@ namespace transcribe {
 
 namespace {
 
-constexpr int kVadRate = 16000;
-
 std::vector<std::string> words_of(const std::string & text) {
     std::vector<std::string> words;
     std::istringstream in(text);
@@ -25,7 +23,7 @@ std::vector<std::string> words_of(const std::string & text) {
 } // namespace
 
 LiveStream::LiveStream(const LiveStreamOptions & options, std::unique_ptr<SpeechDetector> vad)
-    : options_(options), vad_(std::move(vad)) {
+    : options_(options) {
     if (options.sample_rate < kMinSampleRate || options.sample_rate > kMaxSampleRate) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: sample rate %d Hz is outside %d..%d", options.sample_rate,
              kMinSampleRate, kMaxSampleRate);
@@ -34,11 +32,10 @@ LiveStream::LiveStream(const LiveStreamOptions & options, std::unique_ptr<Speech
         fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: partial interval %d ms is negative", options.partial_interval_ms);
     }
     if (options.detect_turns) {
-        if (!vad_) {
+        if (!vad) {
             fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: turn detection needs a voice-activity detector");
         }
-        turns_       = std::make_unique<TurnDetector>(options.turns, kVadRate, vad_->chunk_samples(kVadRate));
-        to_vad_rate_ = std::make_unique<StreamResampler>(options.sample_rate, kVadRate, vad_pending_);
+        turns_ = std::make_unique<VadTurnEdges>(std::move(vad), options.turns, options.sample_rate);
     }
 }
 
@@ -56,25 +53,17 @@ void LiveStream::push(const float * pcm, size_t n) {
     buffer_.insert(buffer_.end(), pcm, pcm + n);
     pushed_ += int64_t(n);
     if (turns_) {
-        to_vad_rate_->push(pcm, n);
-        const size_t chunk = vad_->chunk_samples(kVadRate), whole = vad_pending_.size() / chunk * chunk;
-        if (whole > 0) {
-            const std::vector<float> probs = vad_->next_probabilities(vad_pending_.data(), whole, kVadRate);
-            vad_pending_.erase(vad_pending_.begin(), vad_pending_.begin() + long(whole));
-            for (float p : probs) {
-                edges_.clear();
-                turns_->push(p, edges_);
-                for (const TurnEdge & e : edges_) {
-                    on_edge(e);
-                }
-            }
+        edges_.clear();
+        turns_->push(pcm, n, edges_);
+        for (const TurnEdge & e : edges_) {
+            on_edge(e);
         }
     }
     trim();
 }
 
 void LiveStream::on_edge(const TurnEdge & edge) {
-    const int64_t at = std::clamp<int64_t>(edge.sample * options_.sample_rate / kVadRate, floor_, pushed_);
+    const int64_t at = std::clamp<int64_t>(edge.sample, floor_, pushed_);
     if (edge.started) {
         open_        = true;
         open_item_   = next_item_++;

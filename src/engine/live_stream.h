@@ -12,8 +12,7 @@
 // edges keep being found while a turn is transcribed); one decode() at a time.
 #pragma once
 
-#include "model/speech_detector.h"
-#include "engine/turn_detector.h"
+#include "engine/vad_turn_edges.h"
 
 #include <cstdint>
 #include <deque>
@@ -24,8 +23,6 @@
 #include <vector>
 
 namespace transcribe {
-
-class StreamResampler;
 
 struct LiveStreamOptions {
     int                 sample_rate = 16000; // of the samples pushed
@@ -44,10 +41,30 @@ struct LiveEvent {
     std::string   text;               // Delta: the words to append; Completed: the turn's transcript
 };
 
+// What a caller of a live stream sees, whichever way it transcribes (this one re-decoding an offline
+// model's turns, native_live_stream.h through a model that transcribes as it hears): audio in, turn
+// edges marked, events out.
+class LiveTurns {
+public:
+    virtual ~LiveTurns() = default;
+    // More samples: turn edges found in them become events.
+    virtual void push(const float * pcm, size_t n) = 0;
+    // What has been pushed since the last turn, commit or clear becomes a turn of its own (an open turn
+    // is ended here). INVALID_ARG for less than 100 ms of audio, as OpenAI's commit.
+    virtual void commit() = 0;
+    // Forgets the audio since the last turn, commit or clear, and an open turn with it.
+    virtual void clear() = 0;
+    // Whether decode() has work.
+    virtual bool   decode_due() const = 0;
+    // Ended turns not yet transcribed (a scheduler puts them before partial transcripts).
+    virtual size_t turns_waiting() const = 0;
+    virtual bool   next_event(LiveEvent & out) = 0;
+};
+
 // Samples at the stream's rate to their transcript.
 using TurnTranscriber = std::function<std::string(const float * pcm, size_t n)>;
 
-class LiveStream {
+class LiveStream : public LiveTurns {
 public:
     // VAD: the detector turn detection runs (required where options.detect_turns).
     LiveStream(const LiveStreamOptions & options, std::unique_ptr<SpeechDetector> vad);
@@ -57,24 +74,19 @@ public:
 
     const LiveStreamOptions & options() const { return options_; }
 
-    // More samples: turn edges found in them become events.
-    void push(const float * pcm, size_t n);
-    // What has been pushed since the last turn, commit or clear becomes a turn of its own (an open turn
-    // is ended here; between detected turns, only the last second and prefix padding are kept).
-    // INVALID_ARG for less than 100 ms of audio, as OpenAI's commit.
-    void commit();
-    // Forgets the audio since the last turn, commit or clear, and an open turn with it.
-    void clear();
+    void push(const float * pcm, size_t n) override;
+    // (Between detected turns, only the last second and prefix padding are kept for a commit.)
+    void commit() override;
+    void clear() override;
 
-    // Whether decode() has work: a turn to finish or a partial transcript due.
-    bool decode_due() const;
-    // Ended turns not yet being transcribed (a scheduler puts them before partial transcripts).
-    size_t turns_waiting() const;
+    // A turn to finish or a partial transcript due.
+    bool   decode_due() const override;
+    size_t turns_waiting() const override;
     // Finishes every ended turn (in order, each a Completed), then, where due, a partial transcript of
     // the open turn (a Delta when it brings agreed words).
     void decode(const TurnTranscriber & transcribe);
 
-    bool next_event(LiveEvent & out);
+    bool next_event(LiveEvent & out) override;
 
 private:
     struct EndedTurn {
@@ -92,10 +104,7 @@ private:
     mutable std::mutex              mutex_; // the state below, between push() and a decode() elsewhere
 
     LiveStreamOptions               options_;
-    std::unique_ptr<SpeechDetector> vad_;
-    std::unique_ptr<StreamResampler> to_vad_rate_; // the VAD hears 16 kHz
-    std::unique_ptr<TurnDetector>   turns_;
-    std::vector<float>              vad_pending_;  // at 16 kHz, less than a chunk waiting
+    std::unique_ptr<VadTurnEdges>   turns_;
     std::vector<TurnEdge>           edges_;
 
     std::vector<float> buffer_;          // the stream's samples from buffer_origin_ on
