@@ -140,6 +140,7 @@ int main(int argc, char ** argv) {
     // The batch gets every core; sessions of a model that does not batch get a share each (the pool
     // falls back to those when the shared session reports it does not batch).
     sp.n_threads = threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()));
+    st.session_params = sp;
     try {
         st.pool = std::make_unique<SessionPool>(st.model, parallel, queue, sp, threads <= 0);
     } catch (const std::exception & e) {

@@ -1,7 +1,10 @@
 // OpenAI's Realtime API, transcription sessions (GET /v1/realtime?intent=transcription, a WebSocket):
 // the client appends base64 PCM16 audio; turns come from the server's Silero VAD (server_vad) or the
 // client's commits; each turn's transcript is what the REST route gives for the turn's samples, with
-// deltas while the turn is still spoken (a transcribe_stream, engine/live_stream.h). Events follow the
+// deltas while the turn is still spoken (a transcribe_stream, engine/live_stream.h). A model that
+// transcribes as it hears (NeMo's cache-aware streaming models) runs natively instead, on a session of
+// the connection's own: a delta per step, nothing re-decoded, and for an end-of-utterance model OpenAI's
+// semantic_vad (a turn ends where the model says <EOU>). Events follow the
 // `openai` npm package's resources/realtime types (the GA shapes; the beta transcription_session.update
 // is answered too). A bad event gets an `error` event and the session goes on.
 #include "server.h"
@@ -63,6 +66,7 @@ bool base64_decode(const std::string & in, std::string * out) {
 struct Settings {
     int         rate = 24000; // OpenAI's audio/pcm; 16000 is ours
     bool        server_vad = true;
+    bool        semantic_vad = false; // turns end at the model's end-of-utterance token
     float       threshold = 0.5f;
     int         prefix_padding_ms = 300, silence_duration_ms = 500;
     std::string language;
@@ -86,11 +90,17 @@ public:
             decoder_.join();
         }
         transcribe_stream_free(stream_);
+        transcribe_session_free(own_session_);
     }
 
     void run() {
+        if (native() && transcribe_session_create(st_.model, &st_.session_params, &own_session_) != TRANSCRIBE_OK) {
+            error("server_error", std::string("cannot create a session: ") + transcribe_last_error(), nullptr, "");
+            return;
+        }
         if (!restart(Settings {}, nullptr)) {
-            settings_.server_vad = false; // no VAD loaded: commits only
+            settings_.server_vad   = false; // no VAD loaded: the model's own turns, or commits only
+            settings_.semantic_vad = st_.info.end_of_turn_token >= 0 && native();
             restart(settings_, nullptr);
         }
         send({{"type", "session.created"}, {"session", session_json()}});
@@ -110,6 +120,8 @@ public:
     }
 
 private:
+    bool native() const { return st_.info.native_streaming; }
+
     bool send(json event) {
         event["event_id"] = "event_" + std::to_string(++events_);
         // event_id first, as OpenAI's events have it
@@ -131,7 +143,9 @@ private:
 
     json session_json() const {
         json turn = nullptr;
-        if (settings_.server_vad) {
+        if (settings_.semantic_vad) {
+            turn = {{"type", "semantic_vad"}, {"eagerness", "auto"}};
+        } else if (settings_.server_vad) {
             turn = {{"type", "server_vad"}, {"threshold", settings_.threshold},
                     {"prefix_padding_ms", settings_.prefix_padding_ms}, {"silence_duration_ms", settings_.silence_duration_ms}};
         }
@@ -155,6 +169,7 @@ private:
         p.threshold           = s.threshold;
         p.prefix_padding_ms   = s.prefix_padding_ms;
         p.silence_duration_ms = s.silence_duration_ms;
+        p.end_of_turn         = s.semantic_vad;
         if (s.server_vad && !st_.vad) {
             if (why) {
                 *why = "server_vad needs the server started with --vad SILERO.gguf (or turn_detection: null)";
@@ -162,7 +177,10 @@ private:
             return false;
         }
         transcribe_stream * stream = nullptr;
-        if (transcribe_stream_create(st_.vad, &p, &stream) != TRANSCRIBE_OK) {
+        RunRequest          defaults;
+        const transcribe_run_params rp = run_params(st_, defaults);
+        if ((native() ? transcribe_stream_create_native(own_session_, st_.vad, &p, &rp, &stream)
+                      : transcribe_stream_create(st_.vad, &p, &stream)) != TRANSCRIBE_OK) {
             if (why) {
                 *why = transcribe_last_error();
             }
@@ -265,13 +283,25 @@ private:
             }
             if (input->contains("turn_detection")) {
                 const json & td = (*input)["turn_detection"];
+                const std::string kind = td.is_object() ? td.value("type", "server_vad") : "";
+                const bool semantic_ok = native() && st_.info.end_of_turn_token >= 0;
                 if (td.is_null()) {
-                    s.server_vad = false;
-                } else if (!td.is_object() || td.value("type", "server_vad") != "server_vad") {
-                    error("invalid_value", "turn_detection: server_vad or null is supported", "session.audio.input.turn_detection", client_event);
+                    s.server_vad = s.semantic_vad = false;
+                } else if (kind == "semantic_vad" && semantic_ok) {
+                    s.server_vad   = false;
+                    s.semantic_vad = true;
+                } else if (kind == "semantic_vad") {
+                    error("invalid_value", "turn_detection: semantic_vad needs a model that says where an utterance ends "
+                          "(an end-of-utterance streaming model); this one takes server_vad or null",
+                          "session.audio.input.turn_detection", client_event);
+                    return false;
+                } else if (kind != "server_vad") {
+                    error("invalid_value", std::string("turn_detection: server_vad") + (semantic_ok ? ", semantic_vad" : "") +
+                          " or null is supported", "session.audio.input.turn_detection", client_event);
                     return false;
                 } else {
-                    s.server_vad = true;
+                    s.server_vad   = true;
+                    s.semantic_vad = false;
                     if (td.contains("threshold") && td["threshold"].is_number()) {
                         s.threshold = td["threshold"].get<float>();
                     }
@@ -364,6 +394,12 @@ private:
     std::string decode(transcribe_stream * stream, const RunRequest & request, bool * busy) {
         *busy = false;
         if (!transcribe_stream_decode_due(stream)) {
+            return "";
+        }
+        if (native()) { // the connection's own session: no place to wait for
+            if (transcribe_stream_decode(stream, nullptr, nullptr, nullptr) != TRANSCRIBE_OK && !stopping_) {
+                return std::string("transcription failed: ") + transcribe_last_error();
+            }
             return "";
         }
         const bool turns = transcribe_stream_turns_waiting(stream) > 0;
@@ -463,6 +499,7 @@ private:
     std::string         id_;
     Settings            settings_;
     transcribe_stream * stream_ = nullptr;
+    transcribe_session * own_session_ = nullptr; // a natively streaming model's, the connection's alone
     int64_t             offset_ms_ = 0, pushed_ms_ = 0, pushed_samples_ = 0, item_base_ = 0, next_item_ = 0;
     long                events_ = 0;
     std::string         last_item_;

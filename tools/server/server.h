@@ -20,6 +20,7 @@ struct ServerState {
     transcribe_model *           model = nullptr;
     transcribe_model_info        info {};
     std::unique_ptr<SessionPool> pool;
+    transcribe_session_params    session_params {}; // of the pool's: a realtime session's own, where the model streams natively
     int                          max_new_tokens = 256;
     transcribe_vad_model *       vad = nullptr; // --vad: speech-aware long audio for every request, realtime turns
     transcribe_vad_params        vad_params = transcribe_vad_params_init();
