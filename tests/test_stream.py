@@ -153,6 +153,31 @@ class NativeStream(unittest.TestCase):
         self.assertEqual(raw.returncode, 0, raw.stderr)
         self.assertEqual([e for e in events(raw.stdout) if e["type"] == "completed"], completed)
 
+    def test_with_a_vad_each_turn_is_the_models_streaming_run_over_that_turns_audio(self):
+        clip = STREAMING / "audio" / "jfk.wav"
+        with wave.open(str(clip)) as w:
+            self.assertEqual(w.getframerate(), 16000)
+            pcm = w.readframes(w.getnframes())
+        r = stream("-m", HYBRID, "--vad", VAD, str(clip), "--no-pace", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ev = events(r.stdout)
+        completed = [e for e in ev if e["type"] == "completed"]
+        self.assertGreater(len(completed), 0)
+        with tempfile.TemporaryDirectory() as d:
+            for c in completed:
+                deltas = "".join(e["text"] for e in ev if e["type"] == "delta" and e["item"] == c["item"])
+                self.assertEqual(deltas.strip(), c["text"].strip(), c)
+                turn = Path(d) / f"turn{c['item']}.wav"
+                with wave.open(str(turn), "wb") as w:
+                    w.setnchannels(1)
+                    w.setsampwidth(2)
+                    w.setframerate(16000)
+                    w.writeframes(pcm[c["audio_start_ms"] * 32:c["audio_end_ms"] * 32])
+                alone = stream("-m", HYBRID, str(turn), "--no-pace", "--json")
+                self.assertEqual(alone.returncode, 0, alone.stderr)
+                texts = [e["text"] for e in events(alone.stdout) if e["type"] == "completed"]
+                self.assertEqual(c["text"].strip(), "".join(texts).strip(), c)
+
     def test_errors(self):
         r = stream("-m", HYBRID, str(STREAMING / "audio" / "cards_005.wav"), "--no-pace", "--att-context-size", "70,2")
         self.assertEqual(r.returncode, 1)

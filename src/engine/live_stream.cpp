@@ -22,12 +22,27 @@ std::vector<std::string> words_of(const std::string & text) {
 
 } // namespace
 
+void LiveTurns::check_rate(int sample_rate) {
+    if (sample_rate < kMinSampleRate || sample_rate > kMaxSampleRate) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: sample rate %d Hz is outside %d..%d", sample_rate, kMinSampleRate,
+             kMaxSampleRate);
+    }
+}
+
+bool LiveTurns::check_samples(const float * pcm, size_t n) {
+    if (n == 0) {
+        return false;
+    }
+    if (!pcm) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: null samples");
+    }
+    audio_check_finite(pcm, n, "live stream");
+    return true;
+}
+
 LiveStream::LiveStream(const LiveStreamOptions & options, std::unique_ptr<SpeechDetector> vad)
     : options_(options) {
-    if (options.sample_rate < kMinSampleRate || options.sample_rate > kMaxSampleRate) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: sample rate %d Hz is outside %d..%d", options.sample_rate,
-             kMinSampleRate, kMaxSampleRate);
-    }
+    check_rate(options.sample_rate);
     if (options.partial_interval_ms < 0) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: partial interval %d ms is negative", options.partial_interval_ms);
     }
@@ -42,13 +57,9 @@ LiveStream::LiveStream(const LiveStreamOptions & options, std::unique_ptr<Speech
 LiveStream::~LiveStream() = default;
 
 void LiveStream::push(const float * pcm, size_t n) {
-    if (n == 0) {
+    if (!check_samples(pcm, n)) {
         return;
     }
-    if (!pcm) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: null samples");
-    }
-    audio_check_finite(pcm, n, "live stream");
     std::lock_guard<std::mutex> lock(mutex_);
     buffer_.insert(buffer_.end(), pcm, pcm + n);
     pushed_ += int64_t(n);

@@ -59,6 +59,12 @@ public:
     // Ended turns not yet transcribed (a scheduler puts them before partial transcripts).
     virtual size_t turns_waiting() const = 0;
     virtual bool   next_event(LiveEvent & out) = 0;
+
+protected:
+    // INVALID_ARG for a rate outside what the audio core takes.
+    static void check_rate(int sample_rate);
+    // False for no samples; INVALID_ARG for null ones, AUDIO_DECODE for a non-finite one.
+    static bool check_samples(const float * pcm, size_t n);
 };
 
 // Samples at the stream's rate to their transcript.

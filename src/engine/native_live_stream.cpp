@@ -10,10 +10,7 @@ namespace transcribe {
 NativeLiveStream::NativeLiveStream(const NativeLiveOptions & options, NativeLiveModel model,
                                    std::unique_ptr<SpeechDetector> vad)
     : options_(options), model_(std::move(model)) {
-    if (options.sample_rate < kMinSampleRate || options.sample_rate > kMaxSampleRate) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: sample rate %d Hz is outside %d..%d", options.sample_rate,
-             kMinSampleRate, kMaxSampleRate);
-    }
+    check_rate(options.sample_rate);
     if (!model_.open || !model_.detokenize) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: the model does not transcribe as it hears");
     }
@@ -38,13 +35,9 @@ NativeLiveStream::NativeLiveStream(const NativeLiveOptions & options, NativeLive
 NativeLiveStream::~NativeLiveStream() = default;
 
 void NativeLiveStream::push(const float * pcm, size_t n) {
-    if (n == 0) {
+    if (!check_samples(pcm, n)) {
         return;
     }
-    if (!pcm) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "live stream: null samples");
-    }
-    audio_check_finite(pcm, n, "live stream");
     std::lock_guard<std::mutex> lock(mutex_);
     if (to_model_rate_) {
         resampled_.clear();

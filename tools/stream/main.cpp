@@ -2,7 +2,7 @@
 // on stdin (a microphone: arecord -f S16_LE -r 16000 -c 1 -t raw | transcribe-stream -m M --vad V -).
 // Each turn is printed once it is over; on a terminal the turn being spoken is shown as it forms, on a
 // line rewritten in place. A model that transcribes as it hears (NeMo's cache-aware streaming models)
-// without --vad streams the whole input through the model (native.h).
+// without --vad streams the whole input through the model (native.h); with it, each turn the VAD finds.
 #include "transcribe.h"
 
 #include "../common/model_options.h"
@@ -256,7 +256,10 @@ int main(int argc, char ** argv) {
         return stream_natively(model, session, rp, packets, json);
     }
     transcribe_stream * stream = nullptr;
-    if ((st = transcribe_stream_create(vad, &sp, &stream)) != TRANSCRIBE_OK) {
+    // A model that transcribes as it hears streams each turn the VAD finds (a delta a step).
+    st = info.native_streaming ? transcribe_stream_create_native(session, vad, &sp, &rp, &stream)
+                               : transcribe_stream_create(vad, &sp, &stream);
+    if (st != TRANSCRIBE_OK) {
         return die(st);
     }
     std::unique_ptr<transcribe_stream, decltype(&transcribe_stream_free)> stream_owner(stream, transcribe_stream_free);
