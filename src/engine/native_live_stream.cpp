@@ -106,8 +106,8 @@ void NativeLiveStream::complete_item(Segment & seg, int64_t end_ms) {
         events_.push_back({LiveEventKind::Committed, seg.item, seg.item_start_ms, end_ms, {}});
     }
     events_.push_back({LiveEventKind::Completed, seg.item, seg.item_start_ms, end_ms, seg.text});
-    seg.item = -1;
-    seg.tokens.clear();
+    seg.item      = -1;
+    seg.last_word = -1;
     seg.text.clear();
     seg.committed     = false;
     seg.item_start_ms = end_ms;
@@ -225,44 +225,48 @@ void NativeLiveStream::decode() {
 }
 
 // A step's tokens join the segment's turn (opened by the first where the detector did not open it); the
-// words they add go out as a Delta; an end-of-utterance token ends the turn there.
+// words they add go out as a Delta; an end-of-utterance token ends the turn there. A delta is the text of
+// the new tokens as they join onto the turn's last one (decoded with it, past its own text), so the work
+// per step stays that of its own tokens however long the turn.
 void NativeLiveStream::take(Segment & seg, const std::vector<StreamStep> & steps) {
     if (seg.dropped) {
         return;
     }
     const bool semantic = options_.turns == NativeTurns::EndOfTurnToken;
+    std::vector<int32_t> fresh;
     for (const StreamStep & step : steps) {
         const int64_t heard_ms = to_ms(seg.start) + step.audio_end_ms;
         auto send_delta = [&] {
-            std::vector<int32_t> words;
-            for (int32_t t : seg.tokens) {
-                if (t != model_.end_of_turn) {
-                    words.push_back(t);
-                }
+            if (fresh.empty()) {
+                return;
             }
-            std::string text = model_.detokenize(words);
-            if (text.size() > seg.text.size() && text.compare(0, seg.text.size(), seg.text) == 0) {
-                events_.push_back({LiveEventKind::Delta, seg.item, seg.item_start_ms, heard_ms, text.substr(seg.text.size())});
+            std::string delta = model_.detokenize(fresh);
+            if (seg.last_word >= 0) {
+                const std::string before = model_.detokenize({seg.last_word});
+                fresh.insert(fresh.begin(), seg.last_word);
+                const std::string joined = model_.detokenize(fresh);
+                delta = joined.compare(0, before.size(), before) == 0 ? joined.substr(before.size()) : joined;
             }
-            seg.text = std::move(text);
+            seg.last_word = fresh.back();
+            fresh.clear();
+            if (!delta.empty()) {
+                events_.push_back({LiveEventKind::Delta, seg.item, seg.item_start_ms, heard_ms, delta});
+                seg.text += delta;
+            }
         };
-        bool fresh = false;
         for (int32_t t : step.tokens) {
             if (seg.item < 0) {
                 open_item(seg, seg.item_start_ms, semantic);
             }
-            seg.tokens.push_back(t);
-            fresh = true;
-            if (semantic && t == model_.end_of_turn) {
+            if (t != model_.end_of_turn) {
+                fresh.push_back(t);
+            } else if (semantic) {
                 send_delta();
                 events_.push_back({LiveEventKind::SpeechStopped, seg.item, seg.item_start_ms, heard_ms, {}});
                 complete_item(seg, heard_ms);
-                fresh = false;
             }
         }
-        if (fresh) {
-            send_delta();
-        }
+        send_delta();
         if (seg.item < 0) {
             seg.item_start_ms = heard_ms; // a turn the next tokens open begins after what was heard
         }

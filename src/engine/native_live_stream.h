@@ -77,8 +77,8 @@ private:
         int64_t              item = -1;           // the turn being heard; -1: none open
         int64_t              item_start_ms = 0;
         bool                 committed = false;   // the item's Committed went out
-        std::vector<int32_t> tokens;              // the item's so far
-        std::string          text;                // their text, as the deltas sent it
+        int32_t              last_word = -1;      // the item's last token (end-of-turn tokens aside)
+        std::string          text;                // its text so far: the deltas sent, joined
     };
 
     int64_t to_ms(int64_t sample) const { return sample * 1000 / model_.sample_rate; }
