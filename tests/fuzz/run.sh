@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset "fuzz"), makes the seed corpora, replays the checked-in
+# Builds the libFuzzer targets (preset "fuzz", or FUZZ_PRESET: "asan" builds them beside the test suite,
+# as CI does, so one sanitizer build serves both), makes the seed corpora, replays the checked-in
 # regression inputs, then fuzzes each target for a bounded time.
 #   usage: tests/fuzz/run.sh [SECONDS_PER_TARGET=60] [TARGETS="model_load audio tokenizer server"]
 # FUZZ_RUNS=N also stops each target after N executions (the long run: FUZZ_RUNS=1000000 ... 2400).
@@ -8,9 +9,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 secs="${1:-60}"
 targets="${2:-model_load audio tokenizer server}"
-build="$root/build-fuzz"
+preset="${FUZZ_PRESET:-fuzz}"
+build="$root/build-$preset"
 rm -f "$build"/crash-* 2>/dev/null || true
-cmake --preset fuzz >/dev/null
+cmake --preset "$preset" >/dev/null
 cmake --build "$build" --target fuzz_model_load fuzz_audio fuzz_tokenizer fuzz_server make_test_audio_fuzz -j"$(nproc)" >/dev/null
 seeds="$build/fuzz-seeds"
 /usr/bin/python3 tests/fuzz/make_seeds.py "$seeds" tests/fixtures/canary-qwen-tiny \
