@@ -289,3 +289,49 @@ def test_a_streaming_model_s_contexts_and_their_offline_runs(paths):
         model.transcribe(audio, att_context_size=(70, 2))
     assert "70,13, 70,6, 70,1, 70,0" in str(e.value)
     assert transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2).att_contexts == []
+
+
+def _samples(path):
+    with wave.open(str(path)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
+        raw = w.readframes(w.getnframes())
+    import array
+    pcm = array.array("h", raw)
+    return [v / 32768.0 for v in pcm]
+
+
+def test_live_semantic_turns_are_nemos_streaming_text_cut_at_eou(paths):
+    """The end-of-utterance model live (semantic_vad): a turn per <EOU> of NeMo's streaming run (the
+    fixture's golden), each turn's deltas joining into its completed text; commit() ends the last."""
+    model = transcribe.Model(paths["models"] / "streaming-eou-tiny-f32.gguf", threads=2)
+    fixture = paths["root"] / "tests" / "fixtures" / "streaming-tiny" / "eou"
+    golden = json.loads((fixture / "golden" / "eou_two_utts" / "att_70_1" / "stream.json").read_text())
+    expected = [t.strip() for t in golden["final_rnnt_text"].split("<EOU>")]
+    pcm = _samples(fixture / "audio" / "eou_two_utts.wav")
+    events = []
+    with model.live(turn_detection="semantic_vad") as live:
+        for at in range(0, len(pcm), 1600):
+            events += live.push(pcm[at:at + 1600])
+        events += live.commit()
+    completed = [e for e in events if e.type == "completed"]
+    nemo_spaces = lambda t: "".join(c for i, c in enumerate(t) if not (c == " " and t[i + 1:i + 2] in (",", ".", "'")))
+    assert [nemo_spaces(e.text.strip()) for e in completed] == expected
+    for c in completed:
+        assert "".join(e.text for e in events if e.type == "delta" and e.item == c.item).strip() == c.text.strip()
+    with pytest.raises(transcribe.TranscribeError):
+        transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2).live(turn_detection="semantic_vad")
+
+
+def test_live_vad_turns_of_an_offline_model_transcribe_as_their_samples_do(paths):
+    """server_vad turns of an offline model: each completed turn is what transcribe() gives its samples."""
+    model = transcribe.Model(paths["models"] / "parakeet-tdt-tiny-f32.gguf", threads=2)
+    pcm = _samples(paths["parakeet"] / "audio" / "jfk.wav") + [0.0] * 16000
+    events = []
+    with model.live(vad=paths["models"] / "silero-vad-v5.gguf") as live:
+        for at in range(0, len(pcm), 3200):
+            events += live.push(pcm[at:at + 3200])
+    completed = [e for e in events if e.type == "completed"]
+    assert completed
+    for c in completed:
+        turn = pcm[c.audio_start_ms * 16:c.audio_end_ms * 16]
+        assert c.text == model.transcribe(turn).text

@@ -295,6 +295,27 @@ class Model:
         finally:
             N.result_free(r)
 
+    def live(self, sample_rate: int = 16000, vad: Optional[Union[str, Path]] = None,
+             turn_detection: Optional[str] = "server_vad", threshold: float = 0.5, prefix_padding_ms: int = 300,
+             silence_duration_ms: int = 500, att_context_size: Optional[Sequence[int]] = None) -> "LiveStream":
+        """Live transcription of audio pushed as it comes (LiveStream), with the Realtime API's turns:
+        turn_detection "server_vad" (turns from the Silero VAD GGUF vad, with threshold, prefix_padding_ms,
+        silence_duration_ms), "semantic_vad" (a turn ends where an end-of-utterance model says so:
+        .end_of_turn_token) or None (turns by commit() alone). A model that transcribes as it hears
+        (.native_streaming) runs natively, a delta per step, on a session of the stream's own
+        (att_context_size: one of .att_contexts); any other re-transcribes each turn, with deltas of the
+        words two hearings agree on while it is spoken."""
+        if self._handle is None:
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
+        if turn_detection not in ("server_vad", "semantic_vad", None):
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"),
+                                  f"turn_detection must be server_vad, semantic_vad or None, not {turn_detection!r}")
+        if turn_detection == "server_vad" and vad is None:
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "server_vad turns need vad= (a Silero VAD GGUF)")
+        return LiveStream(self, int(sample_rate), self._vad_model(str(vad)) if vad is not None else None,
+                          turn_detection, float(threshold), int(prefix_padding_ms), int(silence_duration_ms),
+                          att_context_size)
+
     def close(self) -> None:
         """Frees the sessions and the weights (also done when the model is garbage-collected)."""
         if getattr(self, "_handle", None) is None:
@@ -310,6 +331,102 @@ class Model:
             N.diarizer_free(d)
         N.model_free(self._handle)
         self._handle, self._sessions, self._vad, self._drafts, self._diarizers = None, [], {}, {}, {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class LiveEvent:
+    """type: speech_started, speech_stopped, committed, delta (text: words to append to the turn's
+    partial transcript) or completed (text: the turn's transcript); item: the turn, 0, 1, ...; audio_start_ms,
+    audio_end_ms: the turn's audio in the stream (a delta's end: the audio heard)."""
+
+    def __init__(self, type: str, item: int, audio_start_ms: int, audio_end_ms: int, text: str):
+        self.type, self.item, self.audio_start_ms, self.audio_end_ms, self.text = type, item, audio_start_ms, audio_end_ms, text
+
+    def __repr__(self):
+        return (f"LiveEvent({self.type!r}, item={self.item}, {self.audio_start_ms}-{self.audio_end_ms} ms"
+                f"{', ' + repr(self.text) if self.text else ''})")
+
+
+class LiveStream:
+    """Model.live()'s stream: push() samples as they come, commit() to end a turn, clear() to forget it;
+    each returns the events they caused, in order. close() (or with) frees it."""
+
+    def __init__(self, model, sample_rate, vad, turn_detection, threshold, prefix_padding_ms, silence_duration_ms,
+                 att_context_size):
+        self._model, self._handle, self._session = model, None, None
+        p = N.stream_params_init()
+        p.sample_rate = sample_rate
+        p.turn_detection = turn_detection == "server_vad"
+        p.end_of_turn = turn_detection == "semantic_vad"
+        p.threshold, p.prefix_padding_ms, p.silence_duration_ms = threshold, prefix_padding_ms, silence_duration_ms
+        self._rp = N.run_params_init()
+        if att_context_size is not None:
+            self._context = (ctypes.c_int32 * 2)(*[int(v) for v in att_context_size][:2])
+            self._rp.att_context_size = ctypes.cast(self._context, ctypes.POINTER(ctypes.c_int32))
+        handle = ctypes.c_void_p()
+        if model.native_streaming:
+            sp = N.session_params_init()
+            sp.n_threads, sp.kv_type = model._threads, model._kv
+            self._session = ctypes.c_void_p()
+            _check(N.session_create(model._handle, ctypes.byref(sp), ctypes.byref(self._session)))
+            status = N.stream_create_native(self._session, vad, ctypes.byref(p), ctypes.byref(self._rp), ctypes.byref(handle))
+        else:
+            if turn_detection == "semantic_vad":
+                raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"),
+                                      "semantic_vad needs a model that says where an utterance ends (.end_of_turn_token)")
+            status = N.stream_create(vad, ctypes.byref(p), ctypes.byref(handle))
+        if status != N.OK:
+            self.close()
+            _check(status)
+        self._handle = handle
+
+    def _events(self):
+        session = None if self._session is not None else self._model._session()
+        status = N.stream_decode(self._handle, session, None, ctypes.byref(self._rp))
+        if status not in (N.OK, N.OUTPUT_TRUNCATED):
+            _check(status)
+        out, e = [], N.StreamEvent()
+        while N.stream_next_event(self._handle, ctypes.byref(e)):
+            out.append(LiveEvent(N.STREAM_EVENTS[e.type], e.item, e.audio_start_ms, e.audio_end_ms,
+                                 (e.text or b"").decode("utf-8", "replace")))
+        return out
+
+    def _live(self):
+        if self._handle is None:
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the live stream was closed")
+        return self._handle
+
+    def push(self, samples: Sequence[float]) -> list:
+        """Mono samples at the stream's rate (a numpy array, an array('f') or any sequence of numbers)."""
+        pointer, n, keep = _float32(samples)
+        _check(N.stream_push(self._live(), pointer, n))
+        del keep
+        return self._events()
+
+    def commit(self) -> list:
+        """The audio since the last turn (or the open turn) becomes a turn now, transcribed at once."""
+        _check(N.stream_commit(self._live()))
+        return self._events()
+
+    def clear(self) -> list:
+        _check(N.stream_clear(self._live()))
+        return self._events()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            N.stream_free(self._handle)
+            self._handle = None
+        if self._session is not None:
+            N.session_free(self._session)
+            self._session = None
 
     def __enter__(self):
         return self

@@ -167,3 +167,27 @@ class SegmentDecode(ctypes.Structure):
 
 segment_decode = _fn("transcribe_result_segment_decode", c_int, c_void_p, c_int, ctypes.POINTER(SegmentDecode))
 session_get_timings = _fn("transcribe_session_get_timings", c_int, c_void_p, P(Timings))
+
+
+class StreamParams(ctypes.Structure):
+    _fields_ = [("sample_rate", c_int), ("turn_detection", c_bool), ("threshold", c_float),
+                ("prefix_padding_ms", c_int), ("silence_duration_ms", c_int), ("partial_interval_ms", c_int),
+                ("end_of_turn", c_bool)]
+
+
+class StreamEvent(ctypes.Structure):
+    _fields_ = [("type", c_int), ("item", c_int64), ("audio_start_ms", c_int64), ("audio_end_ms", c_int64),
+                ("text", c_char_p)]
+
+
+STREAM_EVENTS = ["speech_started", "speech_stopped", "committed", "delta", "completed"]
+stream_params_init = _fn("transcribe_stream_params_init", StreamParams)
+stream_create = _fn("transcribe_stream_create", c_int, c_void_p, P(StreamParams), P(c_void_p))
+stream_create_native = _fn("transcribe_stream_create_native", c_int, c_void_p, c_void_p, P(StreamParams), P(RunParams),
+                           P(c_void_p))
+stream_free = _fn("transcribe_stream_free", None, c_void_p)
+stream_push = _fn("transcribe_stream_push", c_int, c_void_p, P(c_float), c_size_t)
+stream_commit = _fn("transcribe_stream_commit", c_int, c_void_p)
+stream_clear = _fn("transcribe_stream_clear", c_int, c_void_p)
+stream_decode = _fn("transcribe_stream_decode", c_int, c_void_p, c_void_p, c_void_p, P(RunParams))
+stream_next_event = _fn("transcribe_stream_next_event", c_bool, c_void_p, P(StreamEvent))
