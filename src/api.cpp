@@ -1002,9 +1002,6 @@ transcribe_status transcribe_stream_create_native(transcribe_session * session, 
         }
         *out_stream = nullptr;
         const transcribe_stream_params p = params ? *params : transcribe_stream_params_init();
-        if (p.turn_detection && !vad) {
-            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_stream_create_native: turn detection needs a VAD model");
-        }
         NativeLiveOptions o;
         o.sample_rate             = p.sample_rate;
         o.turns                   = p.turn_detection ? NativeTurns::Vad : p.end_of_turn ? NativeTurns::EndOfTurnToken
@@ -1023,8 +1020,8 @@ transcribe_status transcribe_stream_create_native(transcribe_session * session, 
         m.end_of_turn = model.info().end_of_turn_token;
         m.open        = [&model_session, options] { return model_session.open_stream(options); };
         m.detokenize  = [&model](const std::vector<int32_t> & ids) { return model.tokenizer().decode(ids); };
-        std::unique_ptr<SpeechDetector> detector;
-        if (p.turn_detection) {
+        std::unique_ptr<SpeechDetector> detector; // without one, turn detection is the stream's INVALID_ARG
+        if (p.turn_detection && vad) {
             detector = std::make_unique<SileroVadSession>(*vad->impl, 1);
         }
         auto s    = std::make_unique<transcribe_stream>();

@@ -240,8 +240,10 @@ void NativeLiveStream::take(Segment & seg, const std::vector<StreamStep> & steps
             if (fresh.empty()) {
                 return;
             }
-            std::string delta = model_.detokenize(fresh);
-            if (seg.last_word >= 0) {
+            std::string delta;
+            if (seg.last_word < 0) {
+                delta = model_.detokenize(fresh);
+            } else {
                 const std::string before = model_.detokenize({seg.last_word});
                 fresh.insert(fresh.begin(), seg.last_word);
                 const std::string joined = model_.detokenize(fresh);
