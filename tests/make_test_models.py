@@ -70,6 +70,11 @@ def main():
         subprocess.run([sys.executable, str(whisper), "--checkpoint", str(fixtures / "whisper-tiny" / "model.pt"), "-o",
                         str(out / f"whisper-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "whisper-tiny"],
                        check=True)
+    qwen3_asr = Path(__file__).resolve().parent.parent / "scripts" / "convert-qwen3-asr.py"
+    for outtype in ("f32", "bf16"):
+        subprocess.run([sys.executable, str(qwen3_asr), "--checkpoint", str(fixtures / "qwen3-asr-tiny" / "checkpoint"),
+                        "-o", str(out / f"qwen3-asr-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "qwen3-asr-tiny"],
+                       check=True)
     # The cache-aware streaming models (streaming-tiny: a hybrid RNNT+CTC with four lookaheads, an EOU model).
     for name, nemo in (("streaming-hybrid-tiny", fixtures / "streaming-tiny" / "model.nemo"),
                        ("streaming-eou-tiny", fixtures / "streaming-tiny" / "eou" / "model.nemo")):
