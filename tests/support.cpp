@@ -66,6 +66,11 @@ const Fixture & whisper_fixture() {
     return f;
 }
 
+const Fixture & qwen3_asr_fixture() {
+    static const Fixture f(std::string(CANARY_AED_FIXTURE) + "/../qwen3-asr-tiny");
+    return f;
+}
+
 const Fixture & canary_aed_v2_fixture() {
     static const Fixture f(std::string(CANARY_AED_FIXTURE) + "/../canary-aed-v2-tiny");
     return f;

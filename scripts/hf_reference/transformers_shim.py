@@ -19,7 +19,10 @@ its file and commit below and kept line for line:
   - `render_chat_template`: `apply_chat_template`'s jinja2 environment (trim_blocks, lstrip_blocks,
     sandboxed) over a template string;
   - `create_causal_mask`: the eager additive mask (0 where key <= query and the key is not padding, the
-    dtype's minimum elsewhere).
+    dtype's minimum elsewhere);
+  - `ALL_ATTENTION_FUNCTIONS["flash_attention_2"]`: FlashAttention-2's variable-length attention as
+    transformers calls it with `cu_seq_lens_q/k` (each query attends to the keys of its own segment),
+    computed the eager way (scores, softmax in float32, sum of values) within each segment.
 
 Everything else here is plumbing with no arithmetic: decorators that return their function, base classes
 that hold a config, output records.
@@ -141,6 +144,21 @@ def _default_rope_init(config, device=None):
     dim = int(head_dim * partial_rotary_factor)
     inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim))
     return inv_freq, 1.0
+
+
+def varlen_attention(module, query, key, value, attention_mask=None, dropout=0.0, scaling=None, cu_seq_lens_q=None,
+                     cu_seq_lens_k=None, is_causal=False, **kwargs):
+    """query/key/value [1, heads, T, head_dim] -> ([1, T, heads, head_dim], None)."""
+    if is_causal or cu_seq_lens_q is None or not torch.equal(cu_seq_lens_q, cu_seq_lens_k):
+        raise RuntimeError("the stand-in covers non-causal self-attention over cu_seqlens segments only")
+    out = torch.empty_like(query)
+    bounds = [int(x) for x in cu_seq_lens_q]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        q, k, v = query[:, :, a:b], key[:, :, a:b], value[:, :, a:b]
+        w = torch.matmul(q, k.transpose(2, 3)) * scaling
+        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        out[:, :, a:b] = torch.matmul(w, v)
+    return out.transpose(1, 2).contiguous(), None
 
 
 def create_causal_mask(config, input_embeds, attention_mask, cache_position, past_key_values, position_ids=None, **kw):
@@ -430,7 +448,8 @@ def install():
            MoeCausalLMOutputWithPast=MoeCausalLMOutputWithPast)
     module("transformers.modeling_rope_utils", ROPE_INIT_FUNCTIONS={"default": _default_rope_init},
            dynamic_rope_update=lambda f: f)
-    module("transformers.modeling_utils", ALL_ATTENTION_FUNCTIONS={}, PreTrainedModel=PreTrainedModel)
+    module("transformers.modeling_utils", ALL_ATTENTION_FUNCTIONS={"flash_attention_2": varlen_attention},
+           PreTrainedModel=PreTrainedModel)
     module("transformers.processing_utils", Unpack=Optional, ProcessingKwargs=_Kwargs, ProcessorMixin=ProcessorMixin)
     module("transformers.utils", auto_docstring=_identity_decorator, can_return_tuple=_identity_decorator,
            logging=types.SimpleNamespace(get_logger=lambda name: types.SimpleNamespace(

@@ -62,7 +62,12 @@ ggml_tensor * ConvTransformerEncoder::build(ggml_context * ctx, ggml_tensor * me
     if (taps) {
         taps->conv = x;
     }
-    return blocks_.build(ctx, x, taps ? &taps->layer0 : nullptr);
+    TransformerEncoder::Taps blocks;
+    ggml_tensor * out = blocks_.build(ctx, x, &blocks);
+    if (taps) {
+        taps->layer0 = blocks.first;
+    }
+    return out;
 }
 
 } // namespace transcribe

@@ -62,6 +62,8 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
     const int64_t h = hp.hidden, q_dim = int64_t(hp.n_heads) * hp.head_dim, kv_dim = int64_t(hp.n_kv_heads) * hp.head_dim;
     tok_embd_ = f.embedding_weight(embd_name, {h, hp.vocab});
     out_norm_ = f.tensor(p + ".output_norm.weight", {h}, F32);
+    // Untied models (Qwen3-ASR) keep their own head; the others read logits off the token table.
+    output_ = f.find(p + ".output.weight") ? f.matmul_weight(p + ".output.weight", {h, hp.vocab}) : tok_embd_;
     layers_.resize(size_t(hp.n_layers));
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string b = p + ".blk." + std::to_string(i) + ".";

@@ -1,4 +1,4 @@
-// Qwen3 causal LM: GQA with per-head Q/K RMSNorm, NeoX RoPE, SwiGLU, tied output head, KV cache.
+// Qwen3 causal LM: GQA with per-head Q/K RMSNorm, NeoX RoPE, SwiGLU, a tied or own output head, KV cache.
 // Prefill takes a prompt spliced from token ids and external embedding rows (audio, ...); decoding
 // then runs one token per sequence per step, several sequences in one step (their weights read once),
 // on a graph built once per batch size and padded KV length; argmax stays on the device.
@@ -52,7 +52,7 @@ public:
     // Returns the final-normed hidden states of the last n_out columns (0: all T).
     ggml_tensor * build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x, const Attend & at, int64_t n_out = 0) const;
     ggml_tensor * embed(ggml_context * ctx, ggml_tensor * ids) const { return ops::embed(ctx, tok_embd_, ids); }
-    ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, tok_embd_, h); }
+    ggml_tensor * logits(ggml_context * ctx, ggml_tensor * h) const { return ops::matmul(ctx, output_, h); }
 
 private:
     // A projection W x, plus B (A x) where the file keeps a LoRA adapter beside W (B pre-scaled).
@@ -69,6 +69,7 @@ private:
     Qwen3HParams       hp_;
     ggml_tensor *      tok_embd_   = nullptr;
     ggml_tensor *      out_norm_   = nullptr;
+    ggml_tensor *      output_     = nullptr; // PREFIX.output.weight, or the token table where the head is tied
     std::vector<Layer> layers_;
 };
 

@@ -1,5 +1,6 @@
 #include "transformer_encoder.h"
 
+#include "core/error.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -40,9 +41,12 @@ TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEnc
     }
 }
 
-ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const {
+ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, Taps * taps, int64_t window) const {
     if (hp_.pre_norm) {
-        return build_pre_norm(ctx, x, first_layer);
+        return build_pre_norm(ctx, x, taps, window);
+    }
+    if (window > 0) {
+        fail(TRANSCRIBE_ERR_INTERNAL, "TransformerEncoder: windowed attention is built for pre-norm blocks only");
     }
     const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
     // NeMo scales q and k each by 1/sqrt(sqrt(head_dim)): the scores by 1/sqrt(head_dim).
@@ -63,14 +67,17 @@ ggml_tensor * TransformerEncoder::build(ggml_context * ctx, ggml_tensor * x, ggm
         add_to_ln.residual  = x;
         ggml_tensor * x_ff  = ops::matmul(ctx, l.down.w, ops::matmul(ctx, l.up.w, x, l.up.b, relu_for_down), l.down.b, add_to_ln);
         x = ops::layer_norm(ctx, x_ff, l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
-        if (il == 0 && first_layer) {
-            *first_layer = x;
+        if (il == 0 && taps) {
+            taps->first = x;
         }
+    }
+    if (taps) {
+        taps->last = x;
     }
     return x;
 }
 
-ggml_tensor * TransformerEncoder::build_pre_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const {
+ggml_tensor * TransformerEncoder::build_pre_norm(ggml_context * ctx, ggml_tensor * x, Taps * taps, int64_t window) const {
     const int64_t H = hp_.hidden, nh = hp_.n_heads, hd = H / nh, T = x->ne[1];
     // Whisper scales q and k each by head_dim^-0.25: the scores by 1/sqrt(head_dim).
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -79,16 +86,19 @@ ggml_tensor * TransformerEncoder::build_pre_norm(ggml_context * ctx, ggml_tensor
         const Layer & l = layers_[il];
         ggml_tensor * h   = ops::layer_norm(ctx, x, l.attn_norm.w, l.attn_norm.b, hp_.norm_eps);
         const auto    qkv = ops::matmuls(ctx, {l.q.w, l.k.w, l.v.w}, h, {l.q.b, l.k.b, l.v.b});
-        ggml_tensor * o   = ops::self_attention(ctx, heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), scale, l.o.w);
+        ggml_tensor * o = ops::windowed_self_attention(ctx, heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), window, scale, l.o.w);
         ops::Epilogue add_to_x;
         add_to_x.residual = x;
         x = ops::matmul(ctx, l.o.w, ggml_reshape_2d(ctx, o, H, T), l.o.b, add_to_x);
         h = ops::layer_norm(ctx, x, l.ffn_norm.w, l.ffn_norm.b, hp_.norm_eps);
         add_to_x.residual = x;
         x = ops::matmul(ctx, l.down.w, ops::gelu_erf(ctx, ops::matmul(ctx, l.up.w, h, l.up.b), l.up.w), l.down.b, add_to_x);
-        if (il == 0 && first_layer) {
-            *first_layer = x;
+        if (il == 0 && taps) {
+            taps->first = x;
         }
+    }
+    if (taps) {
+        taps->last = x;
     }
     return ops::layer_norm(ctx, x, post_norm_.w, post_norm_.b, hp_.norm_eps);
 }

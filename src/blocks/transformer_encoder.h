@@ -27,8 +27,13 @@ public:
     // pre_norm PREFIX.post_norm.{weight,bias}.
     TransformerEncoder(const ModelFile & f, const TransformerEncoderHParams & hp, const std::string & prefix);
     const TransformerEncoderHParams & hparams() const { return hp_; }
-    // x [hidden, T] -> [hidden, T]; FIRST_LAYER (when given) gets the first block's output.
-    ggml_tensor * build(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer = nullptr) const;
+    // What build() can hand back besides the output (parity dumps): the first and the last block's outputs.
+    struct Taps {
+        ggml_tensor * first = nullptr, * last = nullptr;
+    };
+    // x [hidden, T] -> [hidden, T]. WINDOW > 0 (pre_norm): frames attend within consecutive windows of
+    // that many frames only (Qwen3-ASR's audio encoder).
+    ggml_tensor * build(ggml_context * ctx, ggml_tensor * x, Taps * taps = nullptr, int64_t window = 0) const;
 
 private:
     struct Linear {
@@ -38,7 +43,7 @@ private:
         Linear q, k, v, o, up, down;
         Linear attn_norm, ffn_norm; // weight, bias
     };
-    ggml_tensor * build_pre_norm(ggml_context * ctx, ggml_tensor * x, ggml_tensor ** first_layer) const;
+    ggml_tensor * build_pre_norm(ggml_context * ctx, ggml_tensor * x, Taps * taps, int64_t window) const;
 
     TransformerEncoderHParams hp_;
     std::vector<Layer>        layers_;

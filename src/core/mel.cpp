@@ -50,6 +50,10 @@ MelConfig mel_config_from_file(const ModelFile & file) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: unknown mel variant '%s'", file.path().c_str(), variant.c_str());
     }
     c.variant = variant == "whisper" ? MelConfig::Variant::Whisper : MelConfig::Variant::Nemo;
+    // Whisper's transcribe() pads 30 s and keeps a window's frames; the Hugging Face feature extractor as
+    // Qwen3-ASR's processor runs it pads nothing (both keys 0).
+    c.whisper_pad_samples = int(file.get_u32("mel.whisper_pad_samples", uint32_t(c.whisper_pad_samples)));
+    c.whisper_min_frames  = int(file.get_u32("mel.whisper_min_frames", uint32_t(c.whisper_min_frames)));
     if (c.variant == MelConfig::Variant::Whisper && (c.per_feature || c.win_length != c.n_fft)) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: Whisper's mel has no normalisation and a window of n_fft",
              file.path().c_str());

@@ -56,7 +56,7 @@ bool ContinuousBatchingSession::take_token(DecodeJob & a) {
     if (o.force_tokens && k < o.force_tokens->size()) {
         a.tok = (*o.force_tokens)[k];
     }
-    if (a.tok == end_token_ && !o.ignore_eos) {
+    if (std::find(end_tokens_.begin(), end_tokens_.end(), a.tok) != end_tokens_.end() && !o.ignore_eos) {
         return false;
     }
     if (int(k) == a.max_new) {

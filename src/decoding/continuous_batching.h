@@ -42,7 +42,9 @@ public:
 protected:
     ContinuousBatchingSession(ggml_backend_dev_t device, const SessionOptions & options, StepDecoder & decoder,
                               int32_t end_token)
-        : SessionBase(device, options), decoder_(decoder), end_token_(end_token) {}
+        : SessionBase(device, options), decoder_(decoder), end_tokens_ {end_token} {}
+    // Another token that ends generation (Qwen3-ASR's generate() stops at either of two).
+    void add_end_token(int32_t token) { end_tokens_.push_back(token); }
 
     // The job's checks and prompt into its sequence (encoder, prefill): sets job.max_new and job.tok, the
     // first token (job.logits too when the job collects them), timing the stages into timings_.
@@ -72,7 +74,7 @@ private:
     bool take_step(DecodeJob & job, const std::vector<int32_t> & next, std::vector<std::vector<float>> * logits);
 
     StepDecoder & decoder_;
-    int32_t       end_token_;
+    std::vector<int32_t> end_tokens_;
     float         progress_high_ = -1.0f;
 };
 

@@ -15,6 +15,7 @@ std::unique_ptr<Model> load_parakeet_transducer(std::unique_ptr<ModelFile> file,
 std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_canary_aed(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_whisper(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_qwen3_asr(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
@@ -24,6 +25,7 @@ const Family k_families[] = {
     {"parakeet_ctc", load_parakeet_ctc},
     {"canary_aed", load_canary_aed},
     {"whisper", load_whisper},
+    {"qwen3_asr", load_qwen3_asr},
 };
 } // namespace
 

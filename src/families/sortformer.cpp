@@ -76,9 +76,9 @@ void Sortformer::build_head(Graph & g, ggml_tensor * x) const {
         x = ops::matmul(ctx, proj_w_, x, proj_b_);
     }
     g.output(x, "encoder_proj");
-    ggml_tensor * first = nullptr;
-    ggml_tensor * h     = transformer_->build(ctx, x, &first);
-    g.output(first, "tf_layer_0");
+    TransformerEncoder::Taps taps;
+    ggml_tensor * h = transformer_->build(ctx, x, &taps);
+    g.output(taps.first, "tf_layer_0");
     g.output(h, "tf_layer_last");
     ggml_tensor * hidden = ops::matmul(ctx, hidden_w_, ggml_relu(ctx, h), hidden_b_);
     g.output(hidden, "head_hidden");

@@ -127,6 +127,29 @@ ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * 
     return self_attention_ggml(ctx, q, k, v, scale);
 }
 
+ggml_tensor * windowed_self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, int64_t window,
+                                      float scale, const ggml_tensor * layer_weight) {
+    const int64_t hd = q->ne[0], nh = q->ne[1], T = q->ne[2];
+    if (window <= 0 || window >= T) {
+        return self_attention(ctx, q, k, v, scale, layer_weight);
+    }
+    const int64_t n_full = T / window, rest = T - n_full * window;
+    // The whole windows as a batch: [head_dim, heads, window, n_full] per operand.
+    auto windows = [&](ggml_tensor * t) { return ggml_view_4d(ctx, t, hd, nh, window, n_full, t->nb[1], t->nb[2], t->nb[2] * window, 0); };
+    auto by_head = [&](ggml_tensor * t) { return ggml_cont(ctx, ggml_permute(ctx, windows(t), 0, 2, 1, 3)); }; // [hd, W, nh, n]
+    ggml_tensor * attn = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, by_head(k), by_head(q)), nullptr, scale, 0.0f); // [W, W, nh, n]
+    ggml_tensor * v_t  = ggml_cont(ctx, ggml_permute(ctx, windows(v), 1, 2, 0, 3));                                // [W, hd, nh, n]
+    ggml_tensor * o    = ggml_cont(ctx, ggml_permute(ctx, ggml_mul_mat(ctx, v_t, attn), 0, 2, 1, 3));            // [hd, nh, W, n]
+    o = ggml_reshape_3d(ctx, o, hd, nh, n_full * window);
+    if (rest == 0) {
+        return o;
+    }
+    auto tail = [&](ggml_tensor * t) {
+        return ggml_cont(ctx, ggml_view_3d(ctx, t, hd, nh, rest, t->nb[1], t->nb[2], t->nb[2] * size_t(n_full * window)));
+    };
+    return ggml_concat(ctx, o, self_attention(ctx, tail(q), tail(k), tail(v), scale, layer_weight), 2);
+}
+
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,
                                 ggml_tensor * bias_u, ggml_tensor * bias_v, float scale, bool bf16_scores) {
     if (p->type == GGML_TYPE_BF16) { // rounded by the caller as rel_pos_position_type asked

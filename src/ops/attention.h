@@ -48,6 +48,11 @@ ggml_type rel_pos_position_type(int64_t hd, int64_t H, int64_t T, const ggml_ten
 ggml_tensor * self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale,
                              const ggml_tensor * layer_weight);
 ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, float scale);
+// Self-attention within consecutive windows of WINDOW frames (the last one may be shorter): query i sees
+// the keys of its own window only (Qwen3-ASR's audio encoder, its cu_seqlens). WINDOW <= 0 or >= T:
+// self_attention. q, k, v [head_dim, heads, T] -> [head_dim, heads, T].
+ggml_tensor * windowed_self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, int64_t window,
+                                      float scale, const ggml_tensor * layer_weight);
 // Relative-position attention under a mask, over keys that may reach before the queries (NeMo's
 // cache-aware streaming: the cached frames of earlier chunks, then this chunk's): q [head_dim, heads, Tq]
 // the last Tq of the Tk frames k, v [head_dim, heads, Tk] stand for; p [head_dim, heads, R >= Tq + Tk - 1]

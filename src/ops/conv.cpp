@@ -88,6 +88,14 @@ ggml_tensor * glu(ggml_context * ctx, ggml_tensor * y) {
     return ggml_mul(ctx, a, ggml_sigmoid(ctx, gate));
 }
 
+ggml_tensor * conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, int stride, int pad) {
+    ggml_tensor * cols = ggml_im2col(ctx, kernel, x, stride, stride, pad, pad, 1, 1, true, GGML_TYPE_F32); // [K, W', H', N]
+    ggml_tensor * y    = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, cols->ne[0], cols->ne[1] * cols->ne[2] * cols->ne[3]),
+                                      ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1] * kernel->ne[2], kernel->ne[3]));
+    y = ggml_reshape_4d(ctx, y, cols->ne[1], cols->ne[2], cols->ne[3], kernel->ne[3]); // [W', H', N, C_out]
+    return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
+}
+
 } // namespace ops
 
 } // namespace transcribe

@@ -37,6 +37,10 @@ ggml_tensor * depthwise_conv_time(ggml_context * ctx, ggml_tensor * x, ggml_tens
 // for y [2d, T] (a its rows 0..d-1, g rows d..2d-1), kernel [K, d] over time zero-padded by (K-1)/2 each
 // side: [d, T]. Our fused kernel (kernels/glu_conv.h) or ggml's ops.
 ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel, ggml_tensor * bias);
+// A 2-D convolution with F32 operands throughout (ggml_conv_2d gathers its im2col in F16, which rounds the
+// input): x [W, H, C_in, N], kernel [KW, KH, C_in, C_out], the same stride and zero padding in both
+// dimensions: [W', H', C_out, N].
+ggml_tensor * conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, int stride, int pad);
 // GLU over the rows: a * sigmoid(g) for y [2d, T] (a its rows 0..d-1, g rows d..2d-1): [d, T].
 ggml_tensor * glu(ggml_context * ctx, ggml_tensor * y);
 } // namespace ops

@@ -1,0 +1,163 @@
+#include "windowed_audio_encoder.h"
+
+#include "core/error.h"
+#include "core/npy.h"
+#include "ops/activations.h"
+#include "ops/conv.h"
+#include "ops/matmul.h"
+
+#include <algorithm>
+
+namespace transcribe {
+
+namespace {
+constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
+} // namespace
+
+WindowedAudioEncoderHParams WindowedAudioEncoderHParams::from_file(const ModelFile & f, const std::string & arch) {
+    const std::string a = arch + ".";
+    WindowedAudioEncoderHParams hp;
+    hp.n_mels          = int(f.get_u32("mel.n_mels"));
+    hp.channels        = int(f.get_u32(a + "enc_conv_channels"));
+    hp.n_window        = int(f.get_u32(a + "n_window"));
+    hp.n_window_infer  = int(f.get_u32(a + "n_window_infer"));
+    hp.out_dim         = int(f.get_u32(a + "enc_out_dim"));
+    hp.blocks.n_layers = int(f.get_u32(a + "enc_layers"));
+    hp.blocks.hidden   = int(f.get_u32(a + "enc_hidden"));
+    hp.blocks.n_heads  = int(f.get_u32(a + "enc_heads"));
+    hp.blocks.inner    = int(f.get_u32(a + "enc_inner"));
+    hp.blocks.norm_eps = f.get_f32(a + "norm_eps");
+    hp.blocks.pre_norm = true;
+    const auto & b = hp.blocks;
+    if (hp.n_mels <= 0 || hp.channels <= 0 || hp.n_window <= 0 || hp.n_window_infer <= 0 ||
+        hp.n_window_infer % (2 * hp.n_window) || hp.out_dim <= 0 || b.n_layers <= 0 || b.n_layers > 256 || b.hidden <= 0 ||
+        b.n_heads <= 0 || b.hidden % b.n_heads || b.inner <= 0 || !(b.norm_eps > 0)) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid audio encoder hyper-parameters", f.path().c_str());
+    }
+    return hp;
+}
+
+int WindowedAudioEncoderHParams::conv_length(int frames) {
+    for (int i = 0; i < 3; ++i) {
+        frames = frames > 0 ? (frames - 1) / 2 + 1 : 0;
+    }
+    return frames;
+}
+
+int WindowedAudioEncoderHParams::tokens(int frames) const {
+    const int chunk = 2 * n_window;
+    return (frames / chunk) * conv_length(chunk) + conv_length(frames % chunk);
+}
+
+WindowedAudioEncoder::WindowedAudioEncoder(const ModelFile & f, const std::string & arch)
+    : hp_(WindowedAudioEncoderHParams::from_file(f, arch)), blocks_(f, hp_.blocks, "enc") {
+    const int64_t H = hp_.blocks.hidden, C = hp_.channels;
+    int64_t freq = hp_.n_mels;
+    for (int i = 0; i < 3; ++i) {
+        const std::string c = "enc.conv" + std::to_string(i + 1);
+        conv_w_[i] = f.tensor(c + ".weight", {3, 3, i == 0 ? 1 : C, C}, F32);
+        conv_b_[i] = f.tensor(c + ".bias", {C}, F32);
+        freq       = (freq - 1) / 2 + 1;
+    }
+    conv_out_ = f.matmul_weight("enc.conv_out.weight", {C * freq, H});
+    pos_      = f.tensor("enc.pos_enc", {H, WindowedAudioEncoderHParams::conv_length(2 * hp_.n_window)}, F32);
+    proj1_w_  = f.matmul_weight("enc.proj1.weight", {H, H});
+    proj1_b_  = f.tensor("enc.proj1.bias", {H}, F32);
+    proj2_w_  = f.matmul_weight("enc.proj2.weight", {H, hp_.out_dim});
+    proj2_b_  = f.tensor("enc.proj2.bias", {hp_.out_dim}, F32);
+}
+
+void WindowedAudioEncoder::prepare(const ModelFile & f) {
+    MelConfig mc = mel_config_from_file(f);
+    if (mc.n_mels != hp_.n_mels) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: mel bins %d != encoder input %d", f.path().c_str(), mc.n_mels, hp_.n_mels);
+    }
+    mel_ = std::make_unique<MelFrontend>(std::move(mc));
+}
+
+ggml_tensor * WindowedAudioEncoder::build(ggml_context * ctx, ggml_tensor * chunks, int n_tokens, Taps * taps) const {
+    const int64_t H = hp_.blocks.hidden, n_chunks = chunks->ne[3];
+    ggml_tensor * x = chunks; // [chunk, n_mels, 1, n_chunks]
+    for (int i = 0; i < 3; ++i) {
+        x = ops::conv2d(ctx, x, conv_w_[i], 2, 1); // [t, f, C, n_chunks]
+        x = ops::gelu_erf(ctx, ggml_add(ctx, x, ggml_reshape_3d(ctx, conv_b_[i], 1, 1, conv_b_[i]->ne[0])), conv_w_[i]);
+    }
+    const int64_t t = x->ne[0], freq = x->ne[1], C = x->ne[2];
+    // A token's features are its channels x frequencies, frequency fastest (torch's view(b, t, c * f)).
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 2, 0, 1, 3));                         // [f, C, t, n_chunks]
+    x = ops::matmul(ctx, conv_out_, ggml_reshape_2d(ctx, x, freq * C, t * n_chunks)); // [H, t * n_chunks]
+    // Every chunk's positions start at 0; only the last chunk can be short, so the valid tokens are the
+    // first N_TOKENS columns.
+    ggml_tensor * pos = ggml_view_2d(ctx, pos_, H, t, pos_->nb[1], 0);
+    x = ggml_add(ctx, ggml_reshape_3d(ctx, x, H, t, n_chunks), pos);
+    x = ggml_view_2d(ctx, ggml_reshape_2d(ctx, x, H, t * n_chunks), H, n_tokens, x->nb[1], 0);
+    if (taps) {
+        taps->input = x;
+    }
+    // A window spans n_window_infer / (2 n_window) chunks' tokens (the longest chunk's).
+    const int64_t window = t * (hp_.n_window_infer / (2 * hp_.n_window));
+    TransformerEncoder::Taps blocks;
+    x = blocks_.build(ctx, x, &blocks, window);
+    if (taps) {
+        taps->layer0 = blocks.first;
+        taps->last   = blocks.last;
+    }
+    x = ops::gelu_erf(ctx, ops::matmul(ctx, proj1_w_, x, proj1_b_), proj1_w_);
+    return ops::matmul(ctx, proj2_w_, x, proj2_b_);
+}
+
+std::vector<float> WindowedAudioEncoder::Run::operator()(Executor & exec, const float * pcm, size_t n, int n_threads,
+                                                         Timings & timings) {
+    StageTimer mel_timer;
+    const MelFeatures mel = enc_.mel_->compute(pcm, n, n_threads);
+    timings.mel_ms = mel_timer.ms();
+    dump_f32("mel", mel.data, {mel.n_mels, mel.n_frames});
+    return encode(exec, mel.data, mel.n_frames, timings);
+}
+
+std::vector<float> WindowedAudioEncoder::Run::encode(Executor & exec, const std::vector<float> & mel, int frames,
+                                                     Timings & timings) {
+    const auto & hp = enc_.hp_;
+    const int n_tokens = hp.tokens(frames);
+    if (n_tokens <= 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "audio of %d mel frames: too short for the audio encoder", frames);
+    }
+    StageTimer enc_timer;
+    // torch's pad_sequence pads every chunk to the longest: a whole one where there are several.
+    const int chunk = 2 * hp.n_window, n_chunks = (frames + chunk - 1) / chunk, width = n_chunks > 1 ? chunk : frames;
+    chunked_.assign(size_t(width) * size_t(hp.n_mels) * size_t(n_chunks), 0.0f);
+    for (int c = 0; c < n_chunks; ++c) {
+        const int first = c * chunk, len = std::min(chunk, frames - first);
+        for (int m = 0; m < hp.n_mels; ++m) {
+            std::copy_n(mel.begin() + long(m) * frames + first, len,
+                        chunked_.begin() + (long(c) * hp.n_mels + m) * width);
+        }
+    }
+    Graph & g = graphs_.get(frames, [&] {
+        auto graph = std::make_unique<Graph>(8192, "audio_encoder");
+        ggml_context * ctx = graph->ctx();
+        ggml_tensor * in = graph->input("chunks", GGML_TYPE_F32, width, hp.n_mels, n_chunks);
+        Taps taps;
+        ggml_tensor * out = enc_.build(ctx, ggml_reshape_4d(ctx, in, width, hp.n_mels, 1, n_chunks), n_tokens, &taps);
+        if (dump_enabled()) {
+            graph->output(ggml_cont(ctx, taps.input), "enc_input");
+            graph->output(taps.layer0, "enc_layer_0");
+            graph->output(taps.last, "enc_layer_last");
+        }
+        graph->output(out, "enc_out");
+        return graph;
+    });
+    exec.compute(g, [&] { tensor_set(g.get("chunks"), chunked_); });
+    std::vector<float> out = tensor_get_f32(g.get("enc_out"));
+    timings.encode_ms = enc_timer.ms();
+    if (dump_enabled()) {
+        const int64_t H = hp.blocks.hidden;
+        dump_f32("enc_input", tensor_get_f32(g.get("enc_input")), {n_tokens, H});
+        dump_f32("enc_layer_0", tensor_get_f32(g.get("enc_layer_0")), {n_tokens, H});
+        dump_f32("enc_layer_last", tensor_get_f32(g.get("enc_layer_last")), {n_tokens, H});
+        dump_f32("enc_out", out, {n_tokens, hp.out_dim});
+    }
+    return out;
+}
+
+} // namespace transcribe
