@@ -7,8 +7,9 @@ model.safetensors.index.json, vocab.json, merges.txt, tokenizer_config.json, pre
 (WhisperFeatureExtractor), and optionally chat_template.json. Only python3, numpy and the fetched
 llama.cpp tree's gguf-py are used.
 
-Storage: norms, biases, the convolution kernels, the position table and the mel window/filterbank in F32;
-every other matrix in --outtype (bf16 default: the release is BF16, so bf16 is lossless).
+Storage: norms, biases, the first convolution's kernel, the position table and the mel window/filterbank
+in F32; every other matrix (the other two convolutions' kernels as [channels, 9 channels]) in --outtype
+(bf16 default: the release is BF16, so bf16 is lossless).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert_common import FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, gguf, run_converter
+from convert_common import FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, as_outtype, gguf, run_converter
 
 ARCH = "qwen3_asr"
 # The reference's model classes name the checkpoint's tensors thinker.*; Hugging Face's native
@@ -187,10 +188,23 @@ def build_plan(st, prefix: str, audio: dict, text: dict, outtype: str) -> Plan:
     p = Plan(st, outtype)
     a, t = prefix + "audio_tower.", prefix + "model."
     d, ch, nm = audio["d_model"], audio["downsample_hidden_size"], audio["num_mel_bins"]
-    for i, cin in ((1, 1), (2, ch), (3, ch)):
-        p.f32(f"enc.conv{i}.weight", a + f"conv2d{i}.weight", (ch, cin, 3, 3))
-        p.f32(f"enc.conv{i}.bias", a + f"conv2d{i}.bias", (ch,))
-    p.matrix("enc.conv_out.weight", a + "conv_out.weight", (d, conv_out_features(nm, ch)))
+    # The first convolution (one input channel) in F32; the other two as the [channels, 9 channels] matrices
+    # their im2col products read (in --outtype: the encoder's costliest products after the blocks').
+    # The encoder keeps its maps channels first: a matrix's columns are ordered taps then input channels
+    # ([out, kh, kw, in]), conv_out's frequency then channels ([d, f, c]).
+    p.f32("enc.down1.weight", a + "conv2d1.weight", (ch, 1, 3, 3))
+    for i in (1, 2, 3):
+        if i > 1:
+            p.need(a + f"conv2d{i}.weight", (ch, ch, 3, 3))
+            p.custom(f"enc.down{i}.weight", (ch, 9 * ch), outtype,
+                     lambda src=a + f"conv2d{i}.weight": as_outtype(
+                         p.read_f32(src).transpose(0, 2, 3, 1).reshape(ch, 9 * ch), outtype))
+        p.f32(f"enc.down{i}.bias", a + f"conv2d{i}.bias", (ch,))
+    n_freq = conv_out_features(nm, ch) // ch
+    p.need(a + "conv_out.weight", (d, ch * n_freq))
+    p.custom("enc.conv_out.weight", (d, ch * n_freq), outtype,
+             lambda: as_outtype(p.read_f32(a + "conv_out.weight").reshape(d, ch, n_freq).transpose(0, 2, 1).reshape(d, -1),
+                                outtype))
     n_pos = tokens_per_chunk(audio["n_window"])
     p.custom("enc.pos_enc", (n_pos, d), "f32", lambda: sinusoids(n_pos, d))
     for j in range(audio["encoder_layers"]):

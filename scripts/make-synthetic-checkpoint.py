@@ -32,6 +32,12 @@
                       4 speakers, streaming_mode true): ~0.5 GB
       --preset small  toy sizes
     The config is the bundled sortformer-tiny fixture's, dimensions changed.
+  --family qwen3-asr: BF16 weights, OUT/ = the released folder (config.json, model.safetensors, the Qwen2
+      tokenizer files with Qwen3-ASR's added tokens, preprocessor_config.json, chat_template.json)
+      --preset 0.6b / 1.7b   Qwen/Qwen3-ASR-0.6B's and -1.7B's shapes (AuT encoder 18 x 896 / 24 x 1024, Qwen3
+                             decoder 28 x 1024 / 28 x 2048, tied embeddings)
+      --preset small         toy sizes
+
   --family whisper: F16 weights (as OpenAI releases them), OUT/model.pt ({"dims", "model_state_dict"}, what
     whisper.load_model reads; written without torch) and OUT/multilingual.tiktoken + OUT/mel_filters.npz
     (copied from the bundled whisper-tiny fixture, which holds OpenAI's verbatim)
@@ -216,7 +222,11 @@ def produce(rng, name, shape, init, chunk_rows=8192):
 
 
 def write_checkpoint(out: Path, p: dict, seed: int) -> None:
-    specs = tensor_specs(p)
+    write_specs(out, tensor_specs(p), seed)
+
+
+def write_specs(out: Path, specs: list, seed: int) -> None:
+    """A BF16 safetensors file of SPECS ((name, shape, init) as tensor_specs gives them), a tensor at a time."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, init in specs:
         dtype, width = ("I64", 8) if init[0] == "I64" else ("BF16", 2)
@@ -597,12 +607,93 @@ def write_whisper(out: Path, preset: str, seed: int) -> None:
     print(f"wrote {out / 'model.pt'} ({(out / 'model.pt').stat().st_size / 1e9:.2f} GB, preset {preset})")
 
 
+# ----------------------------------------------------------------------------- Qwen3-ASR
+
+QWEN3_ASR_PRESETS = {
+    "0.6b": dict(enc_layers=18, d_model=896, enc_heads=14, enc_ffn=3584, channels=480, hidden=1024, layers=28, heads=16,
+                 kv_heads=8, head_dim=128, ff=3072),
+    "1.7b": dict(enc_layers=24, d_model=1024, enc_heads=16, enc_ffn=4096, channels=480, hidden=2048, layers=28, heads=16,
+                 kv_heads=8, head_dim=128, ff=6144),
+    "small": dict(enc_layers=2, d_model=64, enc_heads=2, enc_ffn=128, channels=16, hidden=64, layers=2, heads=4,
+                  kv_heads=2, head_dim=16, ff=192),
+}
+QWEN3_ASR_ADDED = {151669: ("<|audio_start|>", True), 151670: ("<|audio_end|>", True), 151676: ("<|audio_pad|>", True),
+                   151704: ("<asr_text>", False)}
+QWEN3_ASR_LANGUAGES = ["Chinese", "English", "Cantonese", "Arabic", "German", "French", "Spanish", "Portuguese",
+                       "Indonesian", "Italian", "Korean", "Russian", "Thai", "Vietnamese", "Japanese", "Turkish", "Hindi",
+                       "Malay", "Dutch", "Swedish", "Danish", "Finnish", "Polish", "Czech", "Filipino", "Persian", "Greek",
+                       "Romanian", "Hungarian", "Macedonian"]
+
+
+def qwen3_asr_specs(p: dict):
+    d, h, hd = p["d_model"], p["hidden"], p["head_dim"]
+    lin = lambda name, o, i, bias=True: [(name + ".weight", (o, i), ("normal", i ** -0.5))] + (
+        [(name + ".bias", (o,), ("normal", 0.02))] if bias else [])
+    norm = lambda name, n: [(name + ".weight", (n,), ("one",)), (name + ".bias", (n,), ("normal", 0.02))]
+    a, specs = "thinker.audio_tower.", []
+    for i, cin in ((1, 1), (2, p["channels"]), (3, p["channels"])):
+        specs += [(a + f"conv2d{i}.weight", (p["channels"], cin, 3, 3), ("normal", (9 * cin) ** -0.5)),
+                  (a + f"conv2d{i}.bias", (p["channels"],), ("normal", 0.02))]
+    specs += lin(a + "conv_out", d, p["channels"] * 16, bias=False)
+    for j in range(p["enc_layers"]):
+        L = f"{a}layers.{j}."
+        for x in ("q", "k", "v", "out"):
+            specs += lin(L + f"self_attn.{x}_proj", d, d)
+        specs += norm(L + "self_attn_layer_norm", d) + lin(L + "fc1", p["enc_ffn"], d) + lin(L + "fc2", d, p["enc_ffn"])
+        specs += norm(L + "final_layer_norm", d)
+    specs += norm(a + "ln_post", d) + lin(a + "proj1", d, d) + lin(a + "proj2", h, d)
+    m = "thinker.model."
+    specs.append((m + "embed_tokens.weight", (151936, h), ("normal", 0.5)))
+    for j in range(p["layers"]):
+        L = f"{m}layers.{j}."
+        specs += [(L + "input_layernorm.weight", (h,), ("one",)), (L + "post_attention_layernorm.weight", (h,), ("one",))]
+        specs += lin(L + "self_attn.q_proj", p["heads"] * hd, h, bias=False) + lin(L + "self_attn.k_proj", p["kv_heads"] * hd, h, bias=False)
+        specs += lin(L + "self_attn.v_proj", p["kv_heads"] * hd, h, bias=False) + lin(L + "self_attn.o_proj", h, p["heads"] * hd, bias=False)
+        specs += [(L + "self_attn.q_norm.weight", (hd,), ("one",)), (L + "self_attn.k_norm.weight", (hd,), ("one",))]
+        specs += lin(L + "mlp.gate_proj", p["ff"], h, bias=False) + lin(L + "mlp.up_proj", p["ff"], h, bias=False)
+        specs += lin(L + "mlp.down_proj", h, p["ff"], bias=False)
+    specs.append((m + "norm.weight", (h,), ("one",)))
+    return specs
+
+
+def write_qwen3_asr(out: Path, preset: str, seed: int, tokenizer_from: Path) -> None:
+    p = QWEN3_ASR_PRESETS[preset]
+    out.mkdir(parents=True, exist_ok=True)
+    audio = dict(num_mel_bins=128, encoder_layers=p["enc_layers"], encoder_attention_heads=p["enc_heads"],
+                 encoder_ffn_dim=p["enc_ffn"], d_model=p["d_model"], dropout=0, attention_dropout=0,
+                 activation_function="gelu", activation_dropout=0, scale_embedding=False, max_source_positions=1500,
+                 n_window=50, output_dim=p["hidden"], n_window_infer=800, conv_chunksize=500,
+                 downsample_hidden_size=p["channels"])
+    text = dict(vocab_size=151936, hidden_size=p["hidden"], intermediate_size=p["ff"], num_hidden_layers=p["layers"],
+                num_attention_heads=p["heads"], num_key_value_heads=p["kv_heads"], head_dim=p["head_dim"],
+                hidden_act="silu", max_position_embeddings=65536, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                rope_theta=1000000, attention_bias=False,
+                rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20], "interleaved": True})
+    cfg = {"architectures": ["Qwen3ASRForConditionalGeneration"], "model_type": "qwen3_asr",
+           "support_languages": QWEN3_ASR_LANGUAGES,
+           "thinker_config": {"audio_config": audio, "text_config": text, "model_type": "qwen3_asr_thinker",
+                              "audio_token_id": 151676, "audio_start_token_id": 151669, "audio_end_token_id": 151670,
+                              "user_token_id": 872}}
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    (out / "preprocessor_config.json").write_text(json.dumps({
+        "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 128, "hop_length": 160, "n_fft": 400,
+        "sampling_rate": 16000, "chunk_length": 30, "padding_value": 0.0, "return_attention_mask": True}, indent=2))
+    shutil.copyfile(tokenizer_from / "vocab.json", out / "vocab.json")
+    shutil.copyfile(tokenizer_from / "merges.txt", out / "merges.txt")
+    tok = json.loads((tokenizer_from / "tokenizer_config.json").read_text())
+    for i, (content, special) in QWEN3_ASR_ADDED.items():
+        tok["added_tokens_decoder"][str(i)] = {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
+                                               "single_word": False, "special": special}
+    (out / "tokenizer_config.json").write_text(json.dumps(tok, indent=2, ensure_ascii=False))
+    write_specs(out / "model.safetensors", qwen3_asr_specs(p), seed)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "parakeet-streaming", "canary-aed", "sortformer",
-                                         "whisper"],
+                                         "whisper", "qwen3-asr"],
                     default="canary-qwen")
-    ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS) | set(WHISPER_PRESETS)),
+    ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS) | set(WHISPER_PRESETS) | set(QWEN3_ASR_PRESETS)),
                     default="full", help="full-v3 / small-v3: --family parakeet-tdt only; tiny ... large-v3-turbo, toy: --family whisper only")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
@@ -612,6 +703,11 @@ def main() -> int:
         if a.preset not in WHISPER_PRESETS:
             ap.error(f"--family whisper takes --preset {' / '.join(WHISPER_PRESETS)}")
         write_whisper(Path(a.out), a.preset, a.seed)
+        return 0
+    if a.family == "qwen3-asr":
+        if a.preset not in QWEN3_ASR_PRESETS:
+            ap.error(f"--family qwen3-asr takes --preset {' / '.join(QWEN3_ASR_PRESETS)}")
+        write_qwen3_asr(Path(a.out), a.preset, a.seed, Path(a.tokenizer_from))
         return 0
     if a.family == "parakeet-streaming":
         if a.preset not in STREAMING_PRESETS:

@@ -22,6 +22,24 @@ def cli(*args):
 
 
 class Cli(unittest.TestCase):
+    def test_qwen3_asr_prompt_and_language_reach_the_model(self):
+        """Qwen3-ASR with --prompt (the system context) and --language en (forced: "language English<asr_text>"
+        ends the prompt): the reference's greedy ids for that prompt, the language reported in JSON; an
+        unlisted language refused naming the model's."""
+        q = FIXTURE.parent / "qwen3-asr-tiny"
+        golden = json.loads((q / "golden" / "jfk_2p37s" / "forced_en" / "greedy.json").read_text())
+        model = str(MODELS / "qwen3-asr-tiny-f32.gguf")
+        r = cli("-m", model, "--kv-type", "f32", "--max-new-tokens", "20", "--json", "--prompt", golden["context"],
+                "--language", "en", str(q / "audio" / "jfk_2p37s.wav"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["tokens"], golden["ids"])
+        self.assertEqual(out["language"], "English")
+        self.assertEqual(out["text"], golden["text"].strip())
+        r = cli("-m", model, "--language", "xx", str(q / "audio" / "jfk_2p37s.wav"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("Cantonese", r.stderr.decode())
+
     def test_version_and_help(self):
         r = cli("--version")
         self.assertEqual(r.returncode, 0)

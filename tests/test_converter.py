@@ -675,6 +675,101 @@ class SortformerConverter(NemoConverterCase):
             self.assertEqual(gguf.GGUFReader(str(self.out)).fields["mel.normalize"].contents(), "none", value)
 
 
+
+QWEN3_ASR_CONVERTER = ROOT / "scripts" / "convert-qwen3-asr.py"
+QWEN3_ASR_FIXTURE = ROOT / "tests" / "fixtures" / "qwen3-asr-tiny" / "checkpoint"
+
+
+class Qwen3AsrConverter(unittest.TestCase):
+    """scripts/convert-qwen3-asr.py on the released layout (qwen3-asr-tiny's checkpoint folder)."""
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.ckpt = self.tmp / "ckpt"
+        shutil.copytree(QWEN3_ASR_FIXTURE, self.ckpt)
+        self.out = self.tmp / "out.gguf"
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def convert(self, folder=None, *extra):
+        return subprocess.run([sys.executable, str(QWEN3_ASR_CONVERTER), "--checkpoint", str(folder or self.ckpt), "-o",
+                               str(self.out), *extra], capture_output=True, text=True)
+
+    def expect_error(self, r, *needles):
+        self.assertEqual(r.returncode, 1, r.stdout)
+        for needle in needles:
+            self.assertIn(needle, r.stderr)
+        self.assertFalse(self.out.exists(), "a failed conversion must not leave a partial file")
+
+    def test_metadata_prompt_and_storage(self):
+        r = self.convert(None, "--outtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        kv = {f.name: f for f in g.fields.values()}
+        text = lambda k: bytes(kv[k].parts[-1]).decode()
+        ints = lambda k: [int(kv[k].parts[i][0]) for i in kv[k].data]
+        self.assertEqual(text("general.architecture"), "qwen3_asr")
+        self.assertEqual(text("qwen3_asr.prompt_system"), "<|im_start|>system\n")
+        self.assertEqual(text("qwen3_asr.prompt_user"), "<|im_end|>\n<|im_start|>user\n<|audio_start|>")
+        self.assertEqual(text("qwen3_asr.prompt_assistant"), "<|audio_end|><|im_end|>\n<|im_start|>assistant\n")
+        tok = json.loads((self.ckpt / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+        ids = {v["content"]: int(k) for k, v in tok.items()}
+        self.assertEqual(ints("qwen3_asr.eos_token_ids"), [ids["<|im_end|>"], ids["<|endoftext|>"]])
+        # skip_special_tokens: every special added token dropped from the text, <asr_text> (not special) kept.
+        drop = ints("tokenizer.drop_ids")
+        self.assertIn(ids["<|audio_pad|>"], drop)
+        self.assertNotIn(ids["<asr_text>"], drop)
+        self.assertEqual(int(kv["mel.whisper_pad_samples"].parts[-1][0]), 0)
+        types = {t.name: t.tensor_type.name for t in g.tensors}
+        self.assertEqual(types["enc.down1.weight"], "F32")
+        self.assertEqual(types["enc.down2.weight"], "BF16")  # an im2col product's matrix
+        self.assertEqual(types["enc.pos_enc"], "F32")
+        self.assertEqual(types["enc.blk.0.attn_q.weight"], "BF16")
+        self.assertEqual(types["llm.output.weight"], "BF16")  # the untied head
+
+    def test_sharded_checkpoint_converts_to_the_same_tensors(self):
+        single = self.tmp / "single.gguf"
+        self.assertEqual(self.convert(None, "--outtype", "f32").returncode, 0)
+        self.out.rename(single)
+        header, n = read_safetensors_header(self.ckpt / "model.safetensors")
+        names = sorted(k for k in header if k != "__metadata__")
+        blob = (self.ckpt / "model.safetensors").read_bytes()[8 + n:]
+        weight_map = {}
+        for shard, part in (("model-00001-of-00002.safetensors", names[::2]), ("model-00002-of-00002.safetensors", names[1::2])):
+            h, data, at = {}, b"", 0
+            for name in part:
+                b0, b1 = header[name]["data_offsets"]
+                h[name] = dict(header[name], data_offsets=[at, at + b1 - b0])
+                data += blob[b0:b1]
+                at += b1 - b0
+                weight_map[name] = shard
+            hb = json.dumps(h).encode()
+            (self.ckpt / shard).write_bytes(struct.pack("<Q", len(hb)) + hb + data)
+        (self.ckpt / "model.safetensors").unlink()
+        (self.ckpt / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+        r = self.convert(None, "--outtype", "f32")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = gguf.GGUFReader(str(single)), gguf.GGUFReader(str(self.out))
+        self.assertEqual([t.name for t in a.tensors], [t.name for t in b.tensors])
+        for x, y in zip(a.tensors, b.tensors):
+            np.testing.assert_array_equal(np.array(x.data), np.array(y.data), x.name)
+
+    def test_bad_checkpoints_name_what_they_are(self):
+        cfg = json.loads((self.ckpt / "config.json").read_text())
+        aligner = dict(cfg, model_type="qwen3_forced_aligner")
+        (self.ckpt / "config.json").write_text(json.dumps(aligner))
+        self.expect_error(self.convert(), "Qwen3-ForcedAligner", "not a Qwen3-ASR transcriber")
+        (self.ckpt / "config.json").write_text(json.dumps(dict(cfg, model_type="qwen2_audio")))
+        self.expect_error(self.convert(), "not a Qwen3-ASR config")
+        (self.ckpt / "config.json").write_text(json.dumps(cfg))
+        tok = json.loads((self.ckpt / "tokenizer_config.json").read_text())
+        tok["added_tokens_decoder"] = {k: v for k, v in tok["added_tokens_decoder"].items() if v["content"] != "<asr_text>"}
+        (self.ckpt / "tokenizer_config.json").write_text(json.dumps(tok))
+        self.expect_error(self.convert(), "<asr_text>", "not Qwen3-ASR's tokenizer")
+        self.expect_error(self.convert(self.tmp / "nowhere"), "checkpoint directory not found")
+        self.expect_error(self.convert(ROOT / "tests" / "fixtures" / "canary-qwen-tiny" / "checkpoint"), "not a Qwen3-ASR config")
+
 if __name__ == "__main__":
     unittest.main()
 

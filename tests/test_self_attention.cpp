@@ -1,6 +1,7 @@
 // Plain self-attention (ops::self_attention: our kernel where it runs, kernels/self_attention.h, and
 // ggml's ops) against the formula evaluated in double precision here: for query i, head h,
-// softmax_j(q_i . k_j * scale) . v. Both compute in F32 with sums in another order: they agree with the
+// softmax_j(q_i . k_j * scale) . v, j over every key or, windowed (Qwen3-ASR's encoder), over the keys of
+// i's window (consecutive windows of W frames, the last maybe shorter). Both compute in F32 with sums in another order: they agree with the
 // double result to a few F32 roundings of the largest output (bound 1e-5).
 #include "kernels/self_attention.h"
 #include "ops/attention.h"
@@ -8,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <string>
@@ -18,10 +20,10 @@ using namespace transcribe;
 namespace {
 
 struct Case {
-    int64_t head_dim, heads, T;
+    int64_t head_dim, heads, T, window = 0;
 };
 
-void PrintTo(const Case & c, std::ostream * os) { *os << c.head_dim << "x" << c.heads << " T " << c.T; }
+void PrintTo(const Case & c, std::ostream * os) { *os << c.head_dim << "x" << c.heads << " T " << c.T << " W " << c.window; }
 
 class SelfAttention : public ::testing::TestWithParam<Case> {};
 
@@ -46,17 +48,20 @@ struct Operands : test::CpuOperands {
         const int64_t hd = c.head_dim, H = c.heads, T = c.T;
         auto at = [&](const std::vector<float> & x, int64_t row, int64_t h, int64_t d) { return double(x[size_t((row * H + h) * hd + d)]); };
         std::vector<float>  out(size_t(hd * H * T));
-        std::vector<double> s(static_cast<size_t>(T));
+        const int64_t W = c.window > 0 ? c.window : T;
+        std::vector<double> s;
         for (int64_t h = 0; h < H; ++h) {
             for (int64_t i = 0; i < T; ++i) {
-                for (int64_t j = 0; j < T; ++j) {
+                const int64_t j0 = i / W * W, j1 = std::min(T, j0 + W);
+                s.assign(size_t(j1 - j0), 0.0);
+                for (int64_t j = j0; j < j1; ++j) {
                     double dot = 0;
                     for (int64_t d = 0; d < hd; ++d) {
                         dot += at(hq, i, h, d) * at(hk, j, h, d);
                     }
-                    s[size_t(j)] = dot * double(scale);
+                    s[size_t(j - j0)] = dot * double(scale);
                 }
-                test::softmax_weighted_sum(s, hd, [&](int64_t j, int64_t d) { return at(hv, j, h, d); },
+                test::softmax_weighted_sum(s, hd, [&](int64_t j, int64_t d) { return at(hv, j0 + j, h, d); },
                                            [&](int64_t d, double o) { out[size_t((i * H + h) * hd + d)] = float(o); });
             }
         }
@@ -68,11 +73,11 @@ void expect_close(const std::vector<float> & ours, const std::vector<float> & re
 
 void expect_kernel_matches(const Case & c) {
     Operands o(c);
-    if (!self_attention_kernel_takes(o.q, o.k, o.v)) {
+    if (!self_attention_kernel_takes(o.q, o.k, o.v, c.window)) {
         GTEST_SKIP() << "this CPU has no AVX-512";
     }
     const float scale = 1.0f / std::sqrt(float(c.head_dim));
-    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return self_attention_op(g, o.q, o.k, o.v, scale); }),
+    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return self_attention_op(g, o.q, o.k, o.v, scale, c.window); }),
                  o.expected(c, scale));
 }
 
@@ -84,7 +89,7 @@ TEST_P(SelfAttention, Ggml_ops_match_the_formula) {
     const Case  c = GetParam();
     Operands    o(c);
     const float scale = 1.0f / std::sqrt(float(c.head_dim));
-    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return ops::self_attention_ggml(g, o.q, o.k, o.v, scale); }),
+    expect_close(test::compute_on_cpu(o.cpu, [&](ggml_context * g) { return ops::windowed_self_attention_ggml(g, o.q, o.k, o.v, c.window, scale); }),
                  o.expected(c, scale));
 }
 
@@ -92,10 +97,14 @@ TEST_P(SelfAttention, Ggml_ops_match_the_formula) {
 // length; the fixture's heads; one key; a query block cut short; head sizes of whole vectors.
 INSTANTIATE_TEST_SUITE_P(Shapes, SelfAttention,
                          ::testing::Values(Case {24, 8, 609}, Case {8, 2, 37}, Case {16, 1, 1}, Case {40, 3, 17},
-                                           Case {64, 2, 100}, Case {128, 1, 33}),
+                                           Case {64, 2, 100}, Case {128, 1, 33},
+                                           // windowed: whole windows and a tail; a window of 16 (a query block);
+                                           // Qwen3-ASR-0.6B's heads and window; a window of all frames
+                                           Case {32, 2, 143, 26}, Case {16, 1, 40, 16}, Case {64, 14, 250, 104},
+                                           Case {8, 2, 37, 37}),
                          [](const ::testing::TestParamInfo<Case> & i) {
                              return "hd" + std::to_string(i.param.head_dim) + "_heads" + std::to_string(i.param.heads) +
-                                    "_T" + std::to_string(i.param.T);
+                                    "_T" + std::to_string(i.param.T) + (i.param.window ? "_W" + std::to_string(i.param.window) : "");
                          });
 
 TEST(SelfAttentionLong, Kernel_matches_the_formula_at_its_limit) { expect_kernel_matches({8, 1, SELF_ATTENTION_MAX_KEYS}); }

@@ -16,7 +16,7 @@ const ggml_fp16_t kMaskClosed = ggml_fp32_to_fp16(-INFINITY);
 
 SequenceCache::SequenceCache(Executor & exec, int n_layers, int64_t row_width, ggml_type type, int n_ctx, int n_seq,
                              const char * what)
-    : n_ctx_(n_ctx), n_seq_(n_seq), n_past_(size_t(std::max(n_seq, 0)), 0), cleared_(size_t(std::max(n_seq, 0)), false) {
+    : n_ctx_(n_ctx), n_seq_(n_seq), n_past_(size_t(std::max(n_seq, 0)), 0) {
     if (n_seq < 1 || n_ctx < 1) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "a %s needs at least one sequence of one position (%d x %d)", what, n_seq, n_ctx);
     }
@@ -49,17 +49,17 @@ void SequenceCache::check_seq(int seq) const {
     }
 }
 
-void SequenceCache::clear_through(int seq) {
-    for (int s = 0; s <= seq; ++s) {
-        if (!cleared_[size_t(s)]) {
-            for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {
-                for (ggml_tensor * t : *cache) {
-                    ggml_backend_tensor_memset(t, 0, size_t(s) * size_t(n_ctx_) * t->nb[1], size_t(n_ctx_) * t->nb[1]);
-                }
-            }
-            cleared_[size_t(s)] = true;
+void SequenceCache::clear_rows(int64_t end) {
+    end = std::min<int64_t>(end, int64_t(n_ctx_) * n_seq_);
+    if (end <= cleared_rows_) {
+        return;
+    }
+    for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {
+        for (ggml_tensor * t : *cache) {
+            ggml_backend_tensor_memset(t, 0, size_t(cleared_rows_) * t->nb[1], size_t(end - cleared_rows_) * t->nb[1]);
         }
     }
+    cleared_rows_ = end;
 }
 
 void SequenceCache::restart(int seq, int n) {
@@ -67,7 +67,7 @@ void SequenceCache::restart(int seq, int n) {
     if (n <= 0 || n > n_ctx_) {
         fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "prompt of %d positions does not fit the context of %d", n, n_ctx_);
     }
-    clear_through(seq);
+    clear_rows(int64_t(seq) * n_ctx_ + n); // before the prompt writes its rows: the mark stays above every row written
     n_past_[size_t(seq)] = 0;
 }
 
@@ -98,6 +98,9 @@ int SequenceCache::place(const std::vector<int> & seqs, int pad, bool append) {
             fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "context of %d positions is full", n_ctx_);
         }
         rows_[b] = int64_t(seq) * n_ctx_ + pos_[b];
+        if (append) {
+            clear_rows((rows_[b] / 256 + 1) * 256); // before the step writes the row (a block at a time)
+        }
     }
     return rows_read(pad);
 }
@@ -113,9 +116,13 @@ int SequenceCache::place_prompt(int seq, int T, int pad) {
     return rows_read(pad);
 }
 
-int SequenceCache::rows_read(int pad) const {
+int SequenceCache::rows_read(int pad) {
     const int64_t last_row = rows_.empty() ? 0 : *std::max_element(rows_.begin(), rows_.end());
-    return std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
+    const int     n_kv     = std::min(n_ctx_ * n_seq_, int(last_row / pad + 1) * pad);
+    if (pad < n_ctx_ * n_seq_) {
+        clear_rows(n_kv);
+    }
+    return n_kv;
 }
 
 void SequenceCache::set_mask(ggml_tensor * mask, int n_kv) {
@@ -159,7 +166,7 @@ void SequenceCache::gather(const std::vector<int> & seqs, const std::vector<int>
             fail(TRANSCRIBE_ERR_INVALID_ARG, "gather source %d of %zu sequences", sources[j], n);
         }
         lengths[j] = n_past_[size_t(seqs[size_t(sources[j])])];
-        clear_through(seqs[j]); // the rows past the copied ones: masked, but not NaN
+        clear_rows(int64_t(seqs[j]) * n_ctx_ + lengths[j]); // before the copies land there
     }
     gather_bufs_.resize(n);
     for (std::vector<ggml_tensor *> * cache : {&k_, &v_}) {

@@ -13,8 +13,8 @@ namespace transcribe {
 
 class SequenceCache {
 public:
-    // WHAT names the cache in errors. Stretches are cleared when first used, so stretches never used
-    // cost no memory on a CPU.
+    // WHAT names the cache in errors. Rows are cleared only as far as a masked attention reads them, so
+    // rows never reached cost no memory on a CPU.
     SequenceCache(Executor & exec, int n_layers, int64_t row_width, ggml_type type, int n_ctx, int n_seq, const char * what);
     ~SequenceCache();
     SequenceCache(const SequenceCache &) = delete;
@@ -27,9 +27,7 @@ public:
     int n_past(int seq) const { return n_past_[size_t(seq)]; }
     void check_seq(int seq) const;
 
-    // Sequence SEQ starts again, with N rows about to be written from row 0 (a prompt): zeroes every
-    // stretch up to SEQ's that was never used (rows past a position are masked, but must not hold NaNs
-    // where ggml's flash attention reads them: 0 * NaN = NaN).
+    // Sequence SEQ starts again, with N rows about to be written from row 0 (a prompt).
     void restart(int seq, int n);
     // The caches' views of one sequence's stretch, as a cache of its own (a prompt's graph).
     std::vector<ggml_tensor *> stretch(ggml_context * ctx, const std::vector<ggml_tensor *> & caches, int seq) const;
@@ -59,13 +57,18 @@ public:
     void gather(const std::vector<int> & seqs, const std::vector<int> & sources);
 
 private:
-    void clear_through(int seq); // zeroes the stretches up to SEQ's never used yet
+    // Zeroes the rows below END not zeroed yet: rows a masked attention reads must not hold NaNs (0 * NaN =
+    // NaN) even where the mask closes them. Rows below the mark are zero or were written since (finite);
+    // every write (a prompt, a step, a gather) clears up to its rows first, so none lands above the mark.
+    void clear_rows(int64_t end);
     int  place(const std::vector<int> & seqs, int pad, bool append);
-    int  rows_read(int pad) const; // the last placed row, padded
+    // The last placed row, padded; the rows up to it cleared where PAD says a masked attention reads them
+    // (PAD below the whole cache: ggml's flash attention; our kernels read only the rows written).
+    int  rows_read(int pad);
 
     int                        n_ctx_, n_seq_;
     std::vector<int>           n_past_;
-    std::vector<bool>          cleared_;
+    int64_t                    cleared_rows_ = 0;
     ggml_context *             ctx_ = nullptr;
     ggml_backend_buffer_t      buf_ = nullptr;
     std::vector<ggml_tensor *> k_, v_;

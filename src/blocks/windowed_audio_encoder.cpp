@@ -54,8 +54,8 @@ WindowedAudioEncoder::WindowedAudioEncoder(const ModelFile & f, const std::strin
     const int64_t H = hp_.blocks.hidden, C = hp_.channels;
     int64_t freq = hp_.n_mels;
     for (int i = 0; i < 3; ++i) {
-        const std::string c = "enc.conv" + std::to_string(i + 1);
-        conv_w_[i] = f.tensor(c + ".weight", {3, 3, i == 0 ? 1 : C, C}, F32);
+        const std::string c = "enc.down" + std::to_string(i + 1);
+        conv_w_[i] = i == 0 ? f.tensor(c + ".weight", {3, 3, 1, C}, F32) : f.matmul_weight(c + ".weight", {9 * C, C});
         conv_b_[i] = f.tensor(c + ".bias", {C}, F32);
         freq       = (freq - 1) / 2 + 1;
     }
@@ -77,14 +77,19 @@ void WindowedAudioEncoder::prepare(const ModelFile & f) {
 
 ggml_tensor * WindowedAudioEncoder::build(ggml_context * ctx, ggml_tensor * chunks, int n_tokens, Taps * taps) const {
     const int64_t H = hp_.blocks.hidden, n_chunks = chunks->ne[3];
-    ggml_tensor * x = chunks; // [chunk, n_mels, 1, n_chunks]
-    for (int i = 0; i < 3; ++i) {
-        x = ops::conv2d(ctx, x, conv_w_[i], 2, 1); // [t, f, C, n_chunks]
-        x = ops::gelu_erf(ctx, ggml_add(ctx, x, ggml_reshape_3d(ctx, conv_b_[i], 1, 1, conv_b_[i]->ne[0])), conv_w_[i]);
+    // Three 3x3 stride-2 convolutions (padding 1) with GELU, channels first ([C, f, t, n_chunks]): the
+    // first direct, the others an im2col times their [9 C, C] matrix.
+    ggml_tensor * x = ops::conv3x3_s2_single_channel(ctx, ggml_reshape_3d(ctx, chunks, chunks->ne[0], chunks->ne[1], n_chunks),
+                                                     conv_w_[0], conv_b_[0]);
+    x = ops::gelu_erf(ctx, x, conv_w_[0]);
+    for (int i = 1; i < 3; ++i) {
+        ggml_tensor * cols = ops::im2col3x3_s2(ctx, x, conv_w_[i]); // [9 C, f', t', n]
+        const int64_t f = cols->ne[1], t = cols->ne[2];
+        x = ops::matmul(ctx, conv_w_[i], ggml_reshape_2d(ctx, cols, cols->ne[0], f * t * n_chunks), conv_b_[i]);
+        x = ggml_reshape_4d(ctx, ops::gelu_erf(ctx, x, conv_w_[i]), hp_.channels, f, t, n_chunks);
     }
-    const int64_t t = x->ne[0], freq = x->ne[1], C = x->ne[2];
-    // A token's features are its channels x frequencies, frequency fastest (torch's view(b, t, c * f)).
-    x = ggml_cont(ctx, ggml_permute(ctx, x, 2, 0, 1, 3));                         // [f, C, t, n_chunks]
+    // A token's features: its [C, f] block (the converter ordered conv_out's columns so).
+    const int64_t C = x->ne[0], freq = x->ne[1], t = x->ne[2];
     x = ops::matmul(ctx, conv_out_, ggml_reshape_2d(ctx, x, freq * C, t * n_chunks)); // [H, t * n_chunks]
     // Every chunk's positions start at 0; only the last chunk can be short, so the valid tokens are the
     // first N_TOKENS columns.

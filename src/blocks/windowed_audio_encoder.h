@@ -34,7 +34,9 @@ struct WindowedAudioEncoderHParams {
 
 class WindowedAudioEncoder {
 public:
-    // Declares the enc.* tensors: conv{1,2,3}.{weight,bias} [3, 3, in, channels], conv_out.weight,
+    // Declares the enc.* tensors: down1.weight [3, 3, 1, channels], down{2,3}.weight [9 channels, channels]
+    // (a kernel's taps, input channels fastest), down{1,2,3}.bias, conv_out.weight [channels x freq, hidden]
+    // (channels fastest),
     // pos_enc [hidden, tokens per chunk], the blocks' enc.blk.N.* and enc.post_norm.*, proj{1,2}.{weight,bias}.
     WindowedAudioEncoder(const ModelFile & f, const std::string & arch);
     // After the weights are loaded (the mel window and filterbank are read from them).

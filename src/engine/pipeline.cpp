@@ -2,6 +2,7 @@
 
 #include "core/audio.h"
 #include "core/error.h"
+#include "core/language_names.h"
 #include "engine/piece_feeder.h"
 #include "engine/speaker_attribution.h"
 #include "engine/speaker_turns.h"
@@ -96,8 +97,9 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
         // anything (models with a language prompt use it).
         bool known = false;
         std::string list;
+        const std::string named = language_name_of_code(o.language); // models that list names take codes too
         for (const std::string & l : info.languages) {
-            known = known || strcasecmp(l.c_str(), o.language.c_str()) == 0;
+            known = known || strcasecmp(l.c_str(), o.language.c_str()) == 0 || l == named;
             list += (list.empty() ? "" : ", ") + l;
         }
         if (!known) {

@@ -1,8 +1,9 @@
 #include "qwen3_asr_output.h"
 
+#include "core/language_names.h"
+
 #include <algorithm>
 #include <cstdint>
-#include <map>
 
 namespace transcribe::qwen3_asr {
 
@@ -206,21 +207,12 @@ std::pair<std::string, std::string> parse_output(const std::string & raw, const 
 }
 
 std::string language_name(const std::string & language, const std::vector<std::string> & supported) {
-    static const std::map<std::string, std::string> iso = {
-        {"zh", "Chinese"},    {"en", "English"},    {"yue", "Cantonese"}, {"ar", "Arabic"},    {"de", "German"},
-        {"fr", "French"},     {"es", "Spanish"},    {"pt", "Portuguese"}, {"id", "Indonesian"}, {"it", "Italian"},
-        {"ko", "Korean"},     {"ru", "Russian"},    {"th", "Thai"},       {"vi", "Vietnamese"}, {"ja", "Japanese"},
-        {"tr", "Turkish"},    {"hi", "Hindi"},      {"ms", "Malay"},      {"nl", "Dutch"},     {"sv", "Swedish"},
-        {"da", "Danish"},     {"fi", "Finnish"},    {"pl", "Polish"},     {"cs", "Czech"},     {"fil", "Filipino"},
-        {"tl", "Filipino"},   {"fa", "Persian"},    {"el", "Greek"},      {"ro", "Romanian"},  {"hu", "Hungarian"},
-        {"mk", "Macedonian"},
-    };
-    std::string name = normalize_language(language);
-    const auto code = iso.find(to_utf8(lower(strip(to_u32(language)))));
-    if (std::find(supported.begin(), supported.end(), name) == supported.end() && code != iso.end()) {
-        name = code->second;
+    for (const std::string & name : {normalize_language(language), language_name_of_code(to_utf8(strip(to_u32(language))))}) {
+        if (!name.empty() && std::find(supported.begin(), supported.end(), name) != supported.end()) {
+            return name;
+        }
     }
-    return std::find(supported.begin(), supported.end(), name) != supported.end() ? name : "";
+    return "";
 }
 
 } // namespace transcribe::qwen3_asr

@@ -133,6 +133,18 @@ ggml_tensor * windowed_self_attention(ggml_context * ctx, ggml_tensor * q, ggml_
     if (window <= 0 || window >= T) {
         return self_attention(ctx, q, k, v, scale, layer_weight);
     }
+    if (self_attention_kernel_takes(q, k, v, window) && in_host_memory(layer_weight)) {
+        return self_attention_op(ctx, q, k, v, scale, window);
+    }
+    return windowed_self_attention_ggml(ctx, q, k, v, window, scale);
+}
+
+ggml_tensor * windowed_self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, int64_t window,
+                                           float scale) {
+    const int64_t hd = q->ne[0], nh = q->ne[1], T = q->ne[2];
+    if (window <= 0 || window >= T) {
+        return self_attention_ggml(ctx, q, k, v, scale);
+    }
     const int64_t n_full = T / window, rest = T - n_full * window;
     // The whole windows as a batch: [head_dim, heads, window, n_full] per operand.
     auto windows = [&](ggml_tensor * t) { return ggml_view_4d(ctx, t, hd, nh, window, n_full, t->nb[1], t->nb[2], t->nb[2] * window, 0); };
@@ -147,7 +159,7 @@ ggml_tensor * windowed_self_attention(ggml_context * ctx, ggml_tensor * q, ggml_
     auto tail = [&](ggml_tensor * t) {
         return ggml_cont(ctx, ggml_view_3d(ctx, t, hd, nh, rest, t->nb[1], t->nb[2], t->nb[2] * size_t(n_full * window)));
     };
-    return ggml_concat(ctx, o, self_attention(ctx, tail(q), tail(k), tail(v), scale, layer_weight), 2);
+    return ggml_concat(ctx, o, self_attention_ggml(ctx, tail(q), tail(k), tail(v), scale), 2);
 }
 
 ggml_tensor * rel_pos_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, ggml_tensor * p,

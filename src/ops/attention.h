@@ -53,6 +53,8 @@ ggml_tensor * self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tens
 // self_attention. q, k, v [head_dim, heads, T] -> [head_dim, heads, T].
 ggml_tensor * windowed_self_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, int64_t window,
                                       float scale, const ggml_tensor * layer_weight);
+ggml_tensor * windowed_self_attention_ggml(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, int64_t window,
+                                           float scale);
 // Relative-position attention under a mask, over keys that may reach before the queries (NeMo's
 // cache-aware streaming: the cached frames of earlier chunks, then this chunk's): q [head_dim, heads, Tq]
 // the last Tq of the Tk frames k, v [head_dim, heads, Tk] stand for; p [head_dim, heads, R >= Tq + Tk - 1]

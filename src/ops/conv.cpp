@@ -2,6 +2,7 @@
 
 #include "placement.h"
 
+#include "kernels/conv3x3_s2.h"
 #include "kernels/glu_conv.h"
 #include "kernels/subsampling_conv.h"
 
@@ -94,6 +95,38 @@ ggml_tensor * conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, 
                                       ggml_reshape_2d(ctx, kernel, kernel->ne[0] * kernel->ne[1] * kernel->ne[2], kernel->ne[3]));
     y = ggml_reshape_4d(ctx, y, cols->ne[1], cols->ne[2], cols->ne[3], kernel->ne[3]); // [W', H', N, C_out]
     return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
+}
+
+ggml_tensor * conv3x3_s2_single_channel(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias) {
+    if (x->type == GGML_TYPE_F32 && ggml_is_contiguous(x) && kernel->type == GGML_TYPE_F32 && bias->type == GGML_TYPE_F32 &&
+        in_host_memory(kernel) && in_host_memory(bias)) {
+        return conv3x3_s2_single_channel_op(ctx, x, kernel, bias);
+    }
+    return conv3x3_s2_single_channel_ggml(ctx, x, kernel, bias);
+}
+
+ggml_tensor * conv3x3_s2_single_channel_ggml(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias) {
+    ggml_tensor * y = conv2d(ctx, ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, x->ne[2]), kernel, 2, 1); // [T', F', C, N]
+    y = ggml_add(ctx, y, ggml_reshape_3d(ctx, bias, 1, 1, bias->ne[0]));
+    return ggml_cont(ctx, ggml_permute(ctx, y, 2, 1, 0, 3));
+}
+
+ggml_tensor * im2col3x3_s2(ggml_context * ctx, ggml_tensor * x, const ggml_tensor * layer_weight) {
+    if (x->type == GGML_TYPE_F32 && in_host_memory(layer_weight)) {
+        return im2col3x3_s2_op(ctx, ggml_cont(ctx, x));
+    }
+    return im2col3x3_s2_ggml(ctx, x);
+}
+
+ggml_tensor * im2col3x3_s2_ggml(ggml_context * ctx, ggml_tensor * x) {
+    const int64_t C = x->ne[0];
+    ggml_tensor * image = ggml_cont(ctx, ggml_permute(ctx, x, 2, 1, 0, 3));                        // [T, F, C, N]
+    ggml_tensor * shape = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, C, 1);                       // im2col reads its shape
+    ggml_tensor * cols  = ggml_im2col(ctx, shape, image, 2, 2, 1, 1, 1, 1, true, GGML_TYPE_F32);    // [C 9, T', F', N]
+    const int64_t To = cols->ne[1], Fo = cols->ne[2], N = cols->ne[3];
+    cols = ggml_cont(ctx, ggml_permute(ctx, cols, 0, 2, 1, 3));                                      // [C 9, F', T', N]
+    cols = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, cols, 9, C, Fo * To, N), 1, 0, 2, 3)); // taps outer
+    return ggml_reshape_4d(ctx, cols, 9 * C, Fo, To, N);
 }
 
 } // namespace ops

@@ -41,6 +41,16 @@ ggml_tensor * glu_conv(ggml_context * ctx, ggml_tensor * y, ggml_tensor * kernel
 // input): x [W, H, C_in, N], kernel [KW, KH, C_in, C_out], the same stride and zero padding in both
 // dimensions: [W', H', C_out, N].
 ggml_tensor * conv2d(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, int stride, int pad);
+// Qwen3-ASR's chunk convolutions (3x3, stride 2, padding 1), channels first ([C, F, T, N]), ' being
+// (n - 1) / 2 + 1. conv(x) + bias of one-channel images x [T, F, N] (kernel [3, 3, 1, C] F32): [C, F', T', N].
+ggml_tensor * conv3x3_s2_single_channel(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias);
+// The taps of x [C, F, T, N] for a product with a [9 C, C_out] matrix whose row (kf * 3 + kt) * C + c is
+// tap (kf, kt) of input channel c: [9 C, F', T', N]. LAYER_WEIGHT: that matrix (where it lies decides
+// between our kernel and ggml's ops).
+ggml_tensor * im2col3x3_s2(ggml_context * ctx, ggml_tensor * x, const ggml_tensor * layer_weight);
+// The same two in ggml's ops, for any backend.
+ggml_tensor * conv3x3_s2_single_channel_ggml(ggml_context * ctx, ggml_tensor * x, ggml_tensor * kernel, ggml_tensor * bias);
+ggml_tensor * im2col3x3_s2_ggml(ggml_context * ctx, ggml_tensor * x);
 // GLU over the rows: a * sigmoid(g) for y [2d, T] (a its rows 0..d-1, g rows d..2d-1): [d, T].
 ggml_tensor * glu(ggml_context * ctx, ggml_tensor * y);
 } // namespace ops

@@ -49,7 +49,8 @@ ggml_type choose_type(const Preset & preset, const std::string & name, const int
     const bool keep = n_dims < 2 || !ends_with(name, ".weight") || contains(name, "norm") || contains(name, ".bn.") ||
                       contains(name, "pos_bias") || name.rfind("mel.", 0) == 0 || name.rfind("enc.sub.conv0", 0) == 0 ||
                       name.rfind("enc.sub.dw", 0) == 0 || ends_with(name, "conv.dw.weight") ||
-                      name.rfind("enc.conv", 0) == 0; // Whisper's front-end convolutions (kernel width 3: no block fits)
+                      name.rfind("enc.conv", 0) == 0 || // Whisper's front-end convolutions (kernel width 3: no block fits)
+                      name.rfind("enc.down1.", 0) == 0;  // Qwen3-ASR's first convolution (one input channel: 3x3 taps)
     if (keep) {
         return current;
     }
