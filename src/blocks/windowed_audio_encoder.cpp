@@ -12,6 +12,7 @@ namespace transcribe {
 
 namespace {
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
+constexpr int64_t CONV_GROUP = 4; // chunks convolved together
 } // namespace
 
 WindowedAudioEncoderHParams WindowedAudioEncoderHParams::from_file(const ModelFile & f, const std::string & arch) {
@@ -75,13 +76,11 @@ void WindowedAudioEncoder::prepare(const ModelFile & f) {
     mel_ = std::make_unique<MelFrontend>(std::move(mc));
 }
 
-ggml_tensor * WindowedAudioEncoder::build(ggml_context * ctx, ggml_tensor * chunks, int n_tokens, Taps * taps) const {
-    const int64_t H = hp_.blocks.hidden, n_chunks = chunks->ne[3];
+ggml_tensor * WindowedAudioEncoder::convolve(ggml_context * ctx, ggml_tensor * chunks) const {
+    const int64_t n_chunks = chunks->ne[2];
     // Three 3x3 stride-2 convolutions (padding 1) with GELU, channels first ([C, f, t, n_chunks]): the
     // first direct, the others an im2col times their [9 C, C] matrix.
-    ggml_tensor * x = ops::conv3x3_s2_single_channel(ctx, ggml_reshape_3d(ctx, chunks, chunks->ne[0], chunks->ne[1], n_chunks),
-                                                     conv_w_[0], conv_b_[0]);
-    x = ops::gelu_erf(ctx, x, conv_w_[0]);
+    ggml_tensor * x = ops::gelu_erf(ctx, ops::conv3x3_s2_single_channel(ctx, chunks, conv_w_[0], conv_b_[0]), conv_w_[0]);
     for (int i = 1; i < 3; ++i) {
         ggml_tensor * cols = ops::im2col3x3_s2(ctx, x, conv_w_[i]); // [9 C, f', t', n]
         const int64_t f = cols->ne[1], t = cols->ne[2];
@@ -90,7 +89,26 @@ ggml_tensor * WindowedAudioEncoder::build(ggml_context * ctx, ggml_tensor * chun
     }
     // A token's features: its [C, f] block (the converter ordered conv_out's columns so).
     const int64_t C = x->ne[0], freq = x->ne[1], t = x->ne[2];
-    x = ops::matmul(ctx, conv_out_, ggml_reshape_2d(ctx, x, freq * C, t * n_chunks)); // [H, t * n_chunks]
+    return ops::matmul(ctx, conv_out_, ggml_reshape_2d(ctx, x, freq * C, t * n_chunks)); // [H, t * n_chunks]
+}
+
+ggml_tensor * WindowedAudioEncoder::build(ggml_context * ctx, ggml_tensor * chunks, int n_tokens, Taps * taps) const {
+    const int64_t H = hp_.blocks.hidden, n_chunks = chunks->ne[2];
+    const int64_t t = WindowedAudioEncoderHParams::conv_length(int(chunks->ne[0])); // tokens per chunk
+    // The convolutions a group of chunks at a time: a group's im2col is the encoder's largest activation,
+    // and the groups run one after another in the same memory, their outputs written into one tensor.
+    ggml_tensor * x = nullptr;
+    for (int64_t g0 = 0; g0 < n_chunks; g0 += CONV_GROUP) {
+        const int64_t n = std::min<int64_t>(CONV_GROUP, n_chunks - g0);
+        ggml_tensor * y = convolve(ctx, ggml_view_3d(ctx, chunks, chunks->ne[0], chunks->ne[1], n, chunks->nb[1], chunks->nb[2],
+                                                     size_t(g0) * chunks->nb[2]));
+        if (n == n_chunks) {
+            x = y;
+            break;
+        }
+        x = x ? x : ggml_new_tensor_2d(ctx, GGML_TYPE_F32, H, t * n_chunks);
+        x = ggml_set_2d_inplace(ctx, x, y, x->nb[1], size_t(g0 * t) * x->nb[1]);
+    }
     // Every chunk's positions start at 0; only the last chunk can be short, so the valid tokens are the
     // first N_TOKENS columns.
     ggml_tensor * pos = ggml_view_2d(ctx, pos_, H, t, pos_->nb[1], 0);
@@ -141,9 +159,8 @@ std::vector<float> WindowedAudioEncoder::Run::encode(Executor & exec, const std:
     Graph & g = graphs_.get(frames, [&] {
         auto graph = std::make_unique<Graph>(8192, "audio_encoder");
         ggml_context * ctx = graph->ctx();
-        ggml_tensor * in = graph->input("chunks", GGML_TYPE_F32, width, hp.n_mels, n_chunks);
         Taps taps;
-        ggml_tensor * out = enc_.build(ctx, ggml_reshape_4d(ctx, in, width, hp.n_mels, 1, n_chunks), n_tokens, &taps);
+        ggml_tensor * out = enc_.build(ctx, graph->input("chunks", GGML_TYPE_F32, width, hp.n_mels, n_chunks), n_tokens, &taps);
         if (dump_enabled()) {
             graph->output(ggml_cont(ctx, taps.input), "enc_input");
             graph->output(taps.layer0, "enc_layer_0");

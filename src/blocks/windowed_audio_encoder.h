@@ -67,8 +67,10 @@ private:
     struct Taps {
         ggml_tensor * input = nullptr, * layer0 = nullptr, * last = nullptr;
     };
-    // Chunks: N_CHUNKS of CHUNK frames each ([chunk, n_mels, 1, n_chunks]), TOKENS the valid output rows.
+    // CHUNKS [chunk frames, n_mels, n_chunks] (time fastest), N_TOKENS the valid output rows: [out_dim, n_tokens].
     ggml_tensor * build(ggml_context * ctx, ggml_tensor * chunks, int n_tokens, Taps * taps) const;
+    // The convolutions and conv_out of CHUNKS [chunk frames, n_mels, n]: [hidden, tokens per chunk x n].
+    ggml_tensor * convolve(ggml_context * ctx, ggml_tensor * chunks) const;
 
     WindowedAudioEncoderHParams  hp_;
     ggml_tensor *                conv_w_[3] = {}, * conv_b_[3] = {};

@@ -31,8 +31,8 @@ struct TaskOptions {
 
     void add_to(CLI::App & app) {
         app.add_option("--language", language,
-                       "the speech's language (models that know several; default: the model's first; auto: detected, "
-                       "models that detect it: Whisper's default)");
+                       "the speech's language (models that know several, by name or ISO code; default: the model's "
+                       "first; auto: detected, models that detect it: Whisper's and Qwen3-ASR's default)");
         app.add_option("--translate-to", translate_to, "write the text in this language (models that translate)");
         app.add_option("--beam", beam, "beam search over N hypotheses (models with beam search; default: greedy)")
             ->check(CLI::Range(0, 8));
@@ -49,7 +49,8 @@ struct TaskOptions {
             ->check(CLI::Range(0.0f, 100.0f));
         app.add_option("--prompt", prompt,
                        "context for the model (Canary-Qwen: text its chat prompt carries before the instruction, "
-                       "e.g. names or the conversation so far; Whisper: openai-whisper's initial_prompt; as OpenAI's prompt)");
+                       "e.g. names or the conversation so far; Qwen3-ASR: its system context; Whisper: openai-whisper's "
+                       "initial_prompt; as OpenAI's prompt)");
         app.add_flag("--no-timestamps", no_timestamps,
                      "Whisper: decode without timestamp tokens (openai-whisper's without_timestamps)");
         app.add_flag("--no-condition-on-previous-text", no_condition_on_previous_text,

@@ -43,5 +43,8 @@ class safe_open:  # noqa: N801 - the package's name
         import torch
         e = self._header[name]
         a, b = e["data_offsets"]
+        if e["dtype"] == "BF16":  # bfloat16 is float32's upper half
+            bits = np.frombuffer(self._data[a:b].tobytes(), dtype=np.uint16).astype(np.uint32) << 16
+            return torch.from_numpy(bits.view(np.float32).reshape(e["shape"]).copy()).to(torch.bfloat16)
         arr = np.frombuffer(self._data[a:b].tobytes(), dtype=_DTYPES[e["dtype"]]).reshape(e["shape"])
         return torch.from_numpy(arr.copy())
