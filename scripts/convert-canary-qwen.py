@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, add_frontend_keys, as_f32, gguf,
-                            nemo_encoder_hparams, plan_frontend, run_converter)
+from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, add_frontend_keys, add_qwen3_keys,
+                            as_f32, gguf, nemo_encoder_hparams, plan_frontend, run_converter)
 
 ARCH = "canary_qwen"
 AUDIO_TAG_ID = 151669
@@ -192,16 +192,7 @@ def convert(args) -> None:
     a = ARCH + "."
     add_frontend_keys(w, hp)
     # Qwen3
-    w.add_uint32("llm.n_layers", lm["n_layers"])
-    w.add_uint32("llm.hidden", lm["hidden"])
-    w.add_uint32("llm.n_heads", lm["n_heads"])
-    w.add_uint32("llm.n_kv_heads", lm["n_kv_heads"])
-    w.add_uint32("llm.head_dim", lm["head_dim"])
-    w.add_uint32("llm.ff_dim", lm["ff_dim"])
-    w.add_uint32("llm.vocab_size", lm["vocab"])
-    w.add_uint32("llm.n_ctx_train", lm["n_ctx_train"])
-    w.add_float32("llm.rms_eps", lm["rms_eps"])
-    w.add_float32("llm.rope_theta", lm["rope_theta"])
+    add_qwen3_keys(w, lm)
     # family: prompt and audio limits
     w.add_array(a + "prompt_prefix", PROMPT_PREFIX)
     w.add_array(a + "prompt_suffix", PROMPT_SUFFIX)

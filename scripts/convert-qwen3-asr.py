@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from convert_common import FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, as_outtype, gguf, run_converter
+from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, add_qwen3_keys, as_outtype, gguf,
+                            run_converter)
 
 ARCH = "qwen3_asr"
 # The reference's model classes name the checkpoint's tensors thinker.*; Hugging Face's native
@@ -301,16 +302,7 @@ def convert(args) -> None:
     w.add_uint32(e + "n_window", audio["n_window"])
     w.add_uint32(e + "n_window_infer", audio["n_window_infer"])
     w.add_float32(e + "norm_eps", 1e-5)
-    w.add_uint32("llm.n_layers", text["n_layers"])
-    w.add_uint32("llm.hidden", text["hidden"])
-    w.add_uint32("llm.n_heads", text["n_heads"])
-    w.add_uint32("llm.n_kv_heads", text["n_kv_heads"])
-    w.add_uint32("llm.head_dim", text["head_dim"])
-    w.add_uint32("llm.ff_dim", text["ff_dim"])
-    w.add_uint32("llm.vocab_size", text["vocab"])
-    w.add_uint32("llm.n_ctx_train", text["n_ctx_train"])
-    w.add_float32("llm.rms_eps", text["rms_eps"])
-    w.add_float32("llm.rope_theta", text["rope_theta"])
+    add_qwen3_keys(w, text)
     w.add_string(e + "prompt_system", PROMPT_SYSTEM)
     w.add_string(e + "prompt_user", PROMPT_USER)
     w.add_string(e + "prompt_assistant", PROMPT_ASSISTANT)

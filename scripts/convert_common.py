@@ -364,6 +364,15 @@ def plan_frontend(p: Plan, hp: dict, pre_prefix: str, enc_prefix: str) -> None:
         bias(o + "conv.pw2.bias", s + "conv.pointwise_conv2.bias", d)
 
 
+def add_qwen3_keys(w, lm: dict) -> None:
+    """The llm.* keys of a Qwen3 decoder (blocks/qwen3.h reads them), from a converter's hyper-parameters."""
+    for key in ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "ff_dim", "n_ctx_train"):
+        w.add_uint32("llm." + key, lm[key])
+    w.add_uint32("llm.vocab_size", lm["vocab"])
+    w.add_float32("llm.rms_eps", lm["rms_eps"])
+    w.add_float32("llm.rope_theta", lm["rope_theta"])
+
+
 def run_converter(convert: Callable[[object], None], args) -> int:
     """Runs convert(args); a ConvertError becomes one line on stderr, exit 1, and no partial output file."""
     try:

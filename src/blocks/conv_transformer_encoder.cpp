@@ -25,17 +25,10 @@ ggml_tensor * conv3(ggml_context * ctx, ggml_tensor * x, ggml_tensor * w, ggml_t
 ConvTransformerEncoderHParams ConvTransformerEncoderHParams::from_file(const ModelFile & f, const std::string & arch) {
     const std::string a = arch + ".";
     ConvTransformerEncoderHParams hp;
-    hp.n_mels          = int(f.get_u32("mel.n_mels"));
-    hp.n_ctx           = int(f.get_u32(a + "n_audio_ctx"));
-    hp.blocks.n_layers = int(f.get_u32(a + "enc_layers"));
-    hp.blocks.hidden   = int(f.get_u32(a + "enc_hidden"));
-    hp.blocks.n_heads  = int(f.get_u32(a + "enc_heads"));
-    hp.blocks.inner    = int(f.get_u32(a + "enc_inner"));
-    hp.blocks.norm_eps = f.get_f32(a + "norm_eps");
-    hp.blocks.pre_norm = true;
-    const auto & b = hp.blocks;
-    if (hp.n_mels <= 0 || hp.n_ctx <= 0 || b.n_layers <= 0 || b.n_layers > 256 || b.hidden <= 0 || b.n_heads <= 0 ||
-        b.hidden % b.n_heads || b.inner <= 0 || !(b.norm_eps > 0)) {
+    hp.n_mels = int(f.get_u32("mel.n_mels"));
+    hp.n_ctx  = int(f.get_u32(a + "n_audio_ctx"));
+    hp.blocks = TransformerEncoderHParams::pre_norm_from_file(f, arch);
+    if (hp.n_mels <= 0 || hp.n_ctx <= 0) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid audio encoder hyper-parameters", f.path().c_str());
     }
     return hp;

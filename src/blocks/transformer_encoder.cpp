@@ -14,6 +14,22 @@ namespace {
 constexpr std::initializer_list<ggml_type> F32 = {GGML_TYPE_F32};
 } // namespace
 
+TransformerEncoderHParams TransformerEncoderHParams::pre_norm_from_file(const ModelFile & f, const std::string & arch) {
+    const std::string a = arch + ".";
+    TransformerEncoderHParams hp;
+    hp.n_layers = int(f.get_u32(a + "enc_layers"));
+    hp.hidden   = int(f.get_u32(a + "enc_hidden"));
+    hp.n_heads  = int(f.get_u32(a + "enc_heads"));
+    hp.inner    = int(f.get_u32(a + "enc_inner"));
+    hp.norm_eps = f.get_f32(a + "norm_eps");
+    hp.pre_norm = true;
+    if (hp.n_layers <= 0 || hp.n_layers > 256 || hp.hidden <= 0 || hp.n_heads <= 0 || hp.hidden % hp.n_heads || hp.inner <= 0 ||
+        !(hp.norm_eps > 0)) {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid audio encoder hyper-parameters", f.path().c_str());
+    }
+    return hp;
+}
+
 TransformerEncoder::TransformerEncoder(const ModelFile & f, const TransformerEncoderHParams & hp, const std::string & prefix)
     : hp_(hp) {
     const int64_t H = hp.hidden;

@@ -18,6 +18,10 @@ struct TransformerEncoderHParams {
     int   n_layers = 0, hidden = 0, n_heads = 0, inner = 0;
     float norm_eps = 1e-5f;
     bool  pre_norm = false; // Whisper's arrangement (and its GELU, and PREFIX.post_norm after the blocks)
+
+    // Pre-LN blocks from ARCH.{enc_layers, enc_hidden, enc_heads, enc_inner, norm_eps} (Whisper's and
+    // Qwen3-ASR's audio encoders), checked.
+    static TransformerEncoderHParams pre_norm_from_file(const ModelFile & f, const std::string & arch);
 };
 
 class TransformerEncoder {

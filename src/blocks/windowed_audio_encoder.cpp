@@ -23,16 +23,9 @@ WindowedAudioEncoderHParams WindowedAudioEncoderHParams::from_file(const ModelFi
     hp.n_window        = int(f.get_u32(a + "n_window"));
     hp.n_window_infer  = int(f.get_u32(a + "n_window_infer"));
     hp.out_dim         = int(f.get_u32(a + "enc_out_dim"));
-    hp.blocks.n_layers = int(f.get_u32(a + "enc_layers"));
-    hp.blocks.hidden   = int(f.get_u32(a + "enc_hidden"));
-    hp.blocks.n_heads  = int(f.get_u32(a + "enc_heads"));
-    hp.blocks.inner    = int(f.get_u32(a + "enc_inner"));
-    hp.blocks.norm_eps = f.get_f32(a + "norm_eps");
-    hp.blocks.pre_norm = true;
-    const auto & b = hp.blocks;
+    hp.blocks          = TransformerEncoderHParams::pre_norm_from_file(f, arch);
     if (hp.n_mels <= 0 || hp.channels <= 0 || hp.n_window <= 0 || hp.n_window_infer <= 0 ||
-        hp.n_window_infer % (2 * hp.n_window) || hp.out_dim <= 0 || b.n_layers <= 0 || b.n_layers > 256 || b.hidden <= 0 ||
-        b.n_heads <= 0 || b.hidden % b.n_heads || b.inner <= 0 || !(b.norm_eps > 0)) {
+        hp.n_window_infer % (2 * hp.n_window) || hp.out_dim <= 0) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid audio encoder hyper-parameters", f.path().c_str());
     }
     return hp;

@@ -1,10 +1,19 @@
 #include "continuous_batching.h"
 
+#include "core/system_memory.h"
 #include "decoding/beam_search.h"
 
 #include <algorithm>
 
 namespace transcribe {
+
+int ContinuousBatchingSession::sequences_for(const SessionOptions & options, size_t bytes_per_sequence) {
+    if (options.n_batch > 0) {
+        return options.n_batch;
+    }
+    const size_t budget = available_memory_bytes() / 8;
+    return int(std::clamp<size_t>(budget / std::max<size_t>(bytes_per_sequence, 1), 1, 8));
+}
 
 Transcript ContinuousBatchingSession::run(const float * pcm, size_t n_samples, const RunOptions & options) {
     bool given = false;

@@ -34,6 +34,11 @@ struct DecodeJob {
 
 class ContinuousBatchingSession : public SessionBase {
 public:
+    // The sequences a decoder of BYTES_PER_SEQUENCE a sequence decodes together: SessionOptions::n_batch,
+    // or as many as an eighth of the memory free now holds (at most 8, where batching stops paying on a
+    // CPU: bench/RESULTS.md), at least one.
+    static int sequences_for(const SessionOptions & options, size_t bytes_per_sequence);
+
     // One job through run_batch.
     Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) override;
     void       run_batch(const JobSource & next, const JobDone & done) override;

@@ -5,7 +5,6 @@
 #include "decoding/continuous_batching.h"
 #include "ops/matmul.h"
 #include "core/npy.h"
-#include "core/system_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -133,23 +132,13 @@ int context_length(const CanaryQwenModel & model, const SessionOptions & opt) {
     return std::min(opt.n_ctx > 0 ? opt.n_ctx : DEFAULT_N_CTX, model.lm_hp_.n_ctx_train);
 }
 
-// The sequences decoded together: as asked, or as many as an eighth of the memory free now holds
-// (at most 8, where batching stops paying on a CPU: bench/RESULTS.md), at least one.
-int batch_size(const SessionOptions & opt, size_t bytes_per_sequence) {
-    if (opt.n_batch > 0) {
-        return opt.n_batch;
-    }
-    const size_t budget = available_memory_bytes() / 8;
-    return int(std::clamp<size_t>(budget / std::max<size_t>(bytes_per_sequence, 1), 1, 8));
-}
-
 CanaryQwenSession::CanaryQwenSession(const CanaryQwenModel & model, const SessionOptions & opt)
     : ContinuousBatchingSession(model.device_, opt, decoder_, model.eos_id_),
       model_(model),
       encode_(model.encoder_,
               [&model](ggml_context * ctx, ggml_tensor * enc) { return ops::matmul(ctx, model.proj_w_, enc, model.proj_b_); }),
       decoder_(model.lm_, exec_, opt.kv_type, context_length(model, opt),
-               batch_size(opt, Qwen3Decoder::bytes_per_sequence(model.lm_hp_, opt.kv_type, context_length(model, opt)))) {}
+               sequences_for(opt, Qwen3Decoder::bytes_per_sequence(model.lm_hp_, opt.kv_type, context_length(model, opt)))) {}
 
 // Length checks, the encoder and the prompt into the job's sequence; a.tok is then the first token.
 void CanaryQwenSession::start(DecodeJob & a) {

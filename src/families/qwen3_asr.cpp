@@ -7,7 +7,6 @@
 #include "decoding/continuous_batching.h"
 #include "families/qwen3_asr_output.h"
 #include "core/npy.h"
-#include "core/system_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -163,20 +162,12 @@ int context_length(const Qwen3HParams & hp, const SessionOptions & opt) {
     return std::min(opt.n_ctx > 0 ? opt.n_ctx : DEFAULT_N_CTX, hp.n_ctx_train);
 }
 
-int batch_size(const SessionOptions & opt, size_t bytes_per_sequence) {
-    if (opt.n_batch > 0) {
-        return opt.n_batch;
-    }
-    const size_t budget = available_memory_bytes() / 8;
-    return int(std::clamp<size_t>(budget / std::max<size_t>(bytes_per_sequence, 1), 1, 8));
-}
-
 Qwen3AsrSession::Qwen3AsrSession(const Qwen3AsrModel & model, const SessionOptions & opt)
     : ContinuousBatchingSession(model.device_, opt, decoder_, model.end_ids_.front()),
       model_(model),
       encode_(model.encoder_),
       decoder_(model.lm_, exec_, opt.kv_type, context_length(model.lm_hp_, opt),
-               batch_size(opt, Qwen3Decoder::bytes_per_sequence(model.lm_hp_, opt.kv_type, context_length(model.lm_hp_, opt)))) {
+               sequences_for(opt, Qwen3Decoder::bytes_per_sequence(model.lm_hp_, opt.kv_type, context_length(model.lm_hp_, opt)))) {
     for (size_t i = 1; i < model.end_ids_.size(); ++i) {
         add_end_token(model.end_ids_[i]);
     }
