@@ -20,14 +20,13 @@ Storage policy (see the issue and spec section 6):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, add_frontend_keys, add_qwen3_keys,
-                            as_f32, gguf, nemo_encoder_hparams, plan_frontend, run_converter)
+                            as_f32, gguf, load_json, nemo_encoder_hparams, plan_frontend, run_converter)
 
 ARCH = "canary_qwen"
 AUDIO_TAG_ID = 151669
@@ -38,15 +37,6 @@ ENC_PREFIX = "perception.encoder."
 
 
 # ----------------------------------------------------------------------------- config
-
-def load_json(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise ConvertError(f"{what} not found: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConvertError(f"{path}: invalid JSON: {exc}") from None
-
 
 def salm_hparams(cfg: dict, path: Path) -> dict:
     try:

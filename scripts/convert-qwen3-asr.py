@@ -14,14 +14,13 @@ in F32; every other matrix (the other two convolutions' kernels as [channels, 9 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors, add_qwen3_keys, as_outtype, gguf,
-                            run_converter)
+                            load_json, run_converter)
 
 ARCH = "qwen3_asr"
 # The reference's model classes name the checkpoint's tensors thinker.*; Hugging Face's native
@@ -34,15 +33,6 @@ PROMPT_USER = "<|im_end|>\n<|im_start|>user\n<|audio_start|>"
 PROMPT_ASSISTANT = "<|audio_end|><|im_end|>\n<|im_start|>assistant\n"
 REQUIRED_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|audio_start|>", "<|audio_end|>", "<|audio_pad|>",
                    "<asr_text>")
-
-
-def load_json(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise ConvertError(f"{what} not found: {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConvertError(f"{path}: invalid JSON: {exc}") from None
 
 
 class ShardedSafeTensors:

@@ -364,6 +364,16 @@ def plan_frontend(p: Plan, hp: dict, pre_prefix: str, enc_prefix: str) -> None:
         bias(o + "conv.pw2.bias", s + "conv.pointwise_conv2.bias", d)
 
 
+def load_json(path: Path, what: str) -> dict:
+    """A JSON file of a checkpoint folder; ConvertError naming WHAT where it is missing or not JSON."""
+    if not path.is_file():
+        raise ConvertError(f"{what} not found: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConvertError(f"{path}: invalid JSON: {exc}") from None
+
+
 def add_qwen3_keys(w, lm: dict) -> None:
     """The llm.* keys of a Qwen3 decoder (blocks/qwen3.h reads them), from a converter's hyper-parameters."""
     for key in ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "ff_dim", "n_ctx_train"):
