@@ -117,6 +117,9 @@ typedef struct transcribe_model_info {
     bool            native_streaming;
     /* Its token that ends a speaker's turn (the end-of-utterance models' <EOU>), or -1. */
     int32_t         end_of_turn_token;
+    /* It transcribes nothing but times another model's transcript (Qwen3-ForcedAligner; appended):
+     * usable as transcribe_run_params.aligner only. */
+    bool            forced_aligner;
 } transcribe_model_info;
 
 TRANSCRIBE_API transcribe_status transcribe_model_get_info(const transcribe_model * model, transcribe_model_info * out);

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Convert a Qwen3-ASR checkpoint folder (Qwen/Qwen3-ASR-0.6B, -1.7B, or their -hf conversions) into one
-transcribe GGUF.
+"""Convert a Qwen3-ASR checkpoint folder (Qwen/Qwen3-ASR-0.6B, -1.7B, or their -hf conversions) or its forced
+aligner's (Qwen/Qwen3-ForcedAligner-0.6B) into one transcribe GGUF.
 
 The folder: config.json (model_type qwen3_asr), model.safetensors or model-*.safetensors with
 model.safetensors.index.json, vocab.json, merges.txt, tokenizer_config.json, preprocessor_config.json
-(WhisperFeatureExtractor), and optionally chat_template.json. Only python3, numpy and the fetched
-llama.cpp tree's gguf-py are used.
+(WhisperFeatureExtractor), and optionally chat_template.json. The aligner's folder is the same but for its
+config (thinker_config.model_type qwen3_forced_aligner, classify_num, timestamp_token_id,
+timestamp_segment_time) and its head (classify_num timestamp classes, not the vocabulary): it becomes a
+`qwen3_forced_aligner` GGUF, which places a transcript's words (--align-with). Only python3, numpy and the
+fetched llama.cpp tree's gguf-py are used.
 
 Storage: norms, biases, the first convolution's kernel, the position table and the mel window/filterbank
 in F32; every other matrix (the other two convolutions' kernels as [channels, 9 channels]) in --outtype
@@ -23,6 +26,7 @@ from convert_common import (FILE_TYPE, OUTTYPES, ConvertError, Plan, SafeTensors
                             load_json, run_converter)
 
 ARCH = "qwen3_asr"
+ALIGNER_ARCH = "qwen3_forced_aligner"
 # The reference's model classes name the checkpoint's tensors thinker.*; Hugging Face's native
 # Qwen3ASRForConditionalGeneration keeps the same names below its model.* prefix where it has one.
 PREFIXES = ("thinker.", "model.thinker.", "")
@@ -33,6 +37,10 @@ PROMPT_USER = "<|im_end|>\n<|im_start|>user\n<|audio_start|>"
 PROMPT_ASSISTANT = "<|audio_end|><|im_end|>\n<|im_start|>assistant\n"
 REQUIRED_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|audio_start|>", "<|audio_end|>", "<|audio_pad|>",
                    "<asr_text>")
+# What the aligner's input (Qwen3ForceAlignProcessor.encode_timestamp) is made of.
+ALIGNER_TOKENS = ("<|audio_start|>", "<|audio_end|>", "<|audio_pad|>", "<timestamp>")
+MAX_ASR_INPUT_SECONDS = 1200         # qwen_asr/inference/utils.py: the longest chunk transcribe() decodes
+MAX_FORCE_ALIGN_INPUT_SECONDS = 180  # and the longest it aligns
 
 
 class ShardedSafeTensors:
@@ -64,10 +72,28 @@ class ShardedSafeTensors:
         return self.where[name].f32(name)
 
 
+def is_aligner(cfg: dict) -> bool:
+    """The reference builds the timestamp head where the thinker's model_type names the forced aligner."""
+    th = cfg.get("thinker_config") if isinstance(cfg.get("thinker_config"), dict) else {}
+    return "forced_aligner" in str(th.get("model_type", "")) or cfg.get("model_type") == "qwen3_forced_aligner"
+
+
+def aligner_hparams(cfg: dict, where: str) -> dict:
+    th = cfg.get("thinker_config", {})
+    try:
+        out = {"classify_num": int(th["classify_num"]),
+               "timestamp_token_id": int(cfg.get("timestamp_token_id", th.get("timestamp_token_id"))),
+               "segment_ms": float(cfg.get("timestamp_segment_time", th.get("timestamp_segment_time")))}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConvertError(f"{where}: a forced aligner config without classify_num, timestamp_token_id or "
+                           f"timestamp_segment_time ({exc})") from None
+    if out["classify_num"] <= 0 or out["segment_ms"] <= 0:
+        raise ConvertError(f"{where}: classify_num {out['classify_num']}, timestamp_segment_time {out['segment_ms']}")
+    return out
+
+
 def hparams(cfg: dict, where: str) -> tuple:
-    if cfg.get("model_type") == "qwen3_forced_aligner" or "forced_aligner" in str(cfg.get("thinker_config", {}).get("model_type", "")):
-        raise ConvertError(f"{where}: a Qwen3-ForcedAligner checkpoint, not a Qwen3-ASR transcriber")
-    if cfg.get("model_type") != "qwen3_asr":
+    if cfg.get("model_type") not in ("qwen3_asr", "qwen3_forced_aligner"):
         raise ConvertError(f"{where}: not a Qwen3-ASR config (model_type={cfg.get('model_type')!r}, expected 'qwen3_asr')")
     try:
         th = cfg["thinker_config"]
@@ -149,7 +175,7 @@ def hann_periodic(n: int) -> np.ndarray:
     return (0.5 - 0.5 * np.cos(2.0 * np.pi * k / n)).astype(np.float32)
 
 
-def load_tokenizer(folder: Path, vocab_size: int):
+def load_tokenizer(folder: Path, vocab_size: int, required: tuple):
     vocab = load_json(folder / "vocab.json", "tokenizer vocab.json")
     merges_path = folder / "merges.txt"
     if not merges_path.is_file():
@@ -168,14 +194,15 @@ def load_tokenizer(folder: Path, vocab_size: int):
             raise ConvertError(f"added token id {idx} outside vocab_size {vocab_size}")
         tokens[idx], types[idx] = text, gguf.TokenType.CONTROL
     ids = {text: idx for idx, (text, _) in added.items()}
-    missing = [t for t in REQUIRED_TOKENS if t not in ids]
+    missing = [t for t in required if t not in ids]
     if missing:
         raise ConvertError(f"{folder / 'tokenizer_config.json'}: no added token {', '.join(missing)}: not Qwen3-ASR's tokenizer")
     special = sorted(idx for idx, (_, sp) in added.items() if sp)
     return tokens, types, merges, ids, special
 
 
-def build_plan(st, prefix: str, audio: dict, text: dict, outtype: str) -> Plan:
+def build_plan(st, prefix: str, audio: dict, text: dict, outtype: str, head_rows: int = 0) -> Plan:
+    """HEAD_ROWS: the aligner's timestamp classes (its own head, never tied); 0: the vocabulary's."""
     p = Plan(st, outtype)
     a, t = prefix + "audio_tower.", prefix + "model."
     d, ch, nm = audio["d_model"], audio["downsample_hidden_size"], audio["num_mel_bins"]
@@ -233,7 +260,9 @@ def build_plan(st, prefix: str, audio: dict, text: dict, outtype: str) -> Plan:
         p.matrix(o + "ffn_up.weight", s + "mlp.up_proj.weight", (ff, hid))
         p.matrix(o + "ffn_down.weight", s + "mlp.down_proj.weight", (hid, ff))
     p.f32("llm.output_norm.weight", t + "norm.weight", (hid,))
-    if st.has(prefix + "lm_head.weight") and not text["tied"]:
+    if head_rows:
+        p.matrix("llm.output.weight", prefix + "lm_head.weight", (head_rows, hid))
+    elif st.has(prefix + "lm_head.weight") and not text["tied"]:
         p.matrix("llm.output.weight", prefix + "lm_head.weight", (text["vocab"], hid))
     return p
 
@@ -242,8 +271,10 @@ def convert(args) -> None:
     folder = Path(args.checkpoint)
     if not folder.is_dir():
         raise ConvertError(f"checkpoint directory not found: {folder}")
-    audio, text, audio_token_id, languages = hparams(load_json(folder / "config.json", "config.json"),
-                                                     str(folder / "config.json"))
+    cfg = load_json(folder / "config.json", "config.json")
+    audio, text, audio_token_id, languages = hparams(cfg, str(folder / "config.json"))
+    aligner = aligner_hparams(cfg, str(folder / "config.json")) if is_aligner(cfg) else None
+    arch = ALIGNER_ARCH if aligner else ARCH
     pre = load_json(folder / "preprocessor_config.json", "preprocessor_config.json")
     if pre.get("feature_extractor_type", "WhisperFeatureExtractor") != "WhisperFeatureExtractor":
         raise ConvertError(f"{folder / 'preprocessor_config.json'}: feature extractor "
@@ -256,17 +287,19 @@ def convert(args) -> None:
     prefix = next((p for p in PREFIXES if st.has(p + "audio_tower.conv2d1.weight")), None)
     if prefix is None:
         raise ConvertError(f"{folder}: no audio_tower.conv2d1.weight under thinker.: not a Qwen3-ASR checkpoint")
-    tokens, types, merges, ids, special = load_tokenizer(folder, text["vocab"])
+    tokens, types, merges, ids, special = load_tokenizer(folder, text["vocab"], ALIGNER_TOKENS if aligner else REQUIRED_TOKENS)
     if ids["<|audio_pad|>"] != audio_token_id:
         raise ConvertError(f"config audio_token_id {audio_token_id} is not <|audio_pad|> ({ids['<|audio_pad|>']})")
-    plan = build_plan(st, prefix, audio, text, args.outtype)
+    if aligner and ids["<timestamp>"] != aligner["timestamp_token_id"]:
+        raise ConvertError(f"config timestamp_token_id {aligner['timestamp_token_id']} is not <timestamp> ({ids['<timestamp>']})")
+    plan = build_plan(st, prefix, audio, text, args.outtype, aligner["classify_num"] if aligner else 0)
     plan.custom("mel.window", (n_fft,), "f32", lambda: hann_periodic(n_fft))
     filters = hf_mel_filters(n_mels, n_fft, sr)
     plan.custom("mel.filterbank", filters.shape, "f32", lambda: filters)
 
     out = Path(args.outfile)
     out.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(str(out), ARCH)
+    w = gguf.GGUFWriter(str(out), arch)
     w.add_name(args.name or folder.resolve().name)
     w.add_file_type(FILE_TYPE[args.outtype])
     # The WhisperFeatureExtractor as the processor runs it: no padding, frames = samples // hop.
@@ -282,7 +315,7 @@ def convert(args) -> None:
     w.add_string("mel.variant", "whisper")
     w.add_uint32("mel.whisper_pad_samples", 0)
     w.add_uint32("mel.whisper_min_frames", 0)
-    e = ARCH + "."
+    e = arch + "."
     w.add_uint32(e + "enc_layers", audio["encoder_layers"])
     w.add_uint32(e + "enc_hidden", audio["d_model"])
     w.add_uint32(e + "enc_heads", audio["encoder_attention_heads"])
@@ -293,13 +326,21 @@ def convert(args) -> None:
     w.add_uint32(e + "n_window_infer", audio["n_window_infer"])
     w.add_float32(e + "norm_eps", 1e-5)
     add_qwen3_keys(w, text)
-    w.add_string(e + "prompt_system", PROMPT_SYSTEM)
-    w.add_string(e + "prompt_user", PROMPT_USER)
-    w.add_string(e + "prompt_assistant", PROMPT_ASSISTANT)
     w.add_uint32(e + "audio_token_id", audio_token_id)
-    w.add_array(e + "eos_token_ids", [ids["<|im_end|>"], ids["<|endoftext|>"]])  # what generate() stops at
-    w.add_uint32(e + "max_audio_ms", 1200 * 1000)  # MAX_ASR_INPUT_SECONDS
-    w.add_array(e + "languages", languages or ["English"])
+    if aligner:
+        w.add_uint32("llm.head_rows", aligner["classify_num"])
+        w.add_uint32(e + "audio_start_token_id", ids["<|audio_start|>"])
+        w.add_uint32(e + "audio_end_token_id", ids["<|audio_end|>"])
+        w.add_uint32(e + "timestamp_token_id", aligner["timestamp_token_id"])
+        w.add_float32(e + "timestamp_segment_ms", aligner["segment_ms"])
+        w.add_uint32(e + "max_audio_ms", MAX_FORCE_ALIGN_INPUT_SECONDS * 1000)
+    else:
+        w.add_string(e + "prompt_system", PROMPT_SYSTEM)
+        w.add_string(e + "prompt_user", PROMPT_USER)
+        w.add_string(e + "prompt_assistant", PROMPT_ASSISTANT)
+        w.add_array(e + "eos_token_ids", [ids["<|im_end|>"], ids["<|endoftext|>"]])  # what generate() stops at
+        w.add_uint32(e + "max_audio_ms", MAX_ASR_INPUT_SECONDS * 1000)
+        w.add_array(e + "languages", languages or ["English"])
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")
     w.add_token_list(tokens)
@@ -312,7 +353,7 @@ def convert(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", required=True, help="the Qwen3-ASR folder (config.json, safetensors, tokenizer files)")
+    ap.add_argument("--checkpoint", required=True, help="the Qwen3-ASR or Qwen3-ForcedAligner folder (config.json, safetensors, tokenizer files)")
     ap.add_argument("-o", "--outfile", required=True, help="output GGUF path")
     ap.add_argument("--outtype", choices=OUTTYPES, default="bf16")
     ap.add_argument("--name", default="", help="general.name (default: the folder's name)")

@@ -410,6 +410,7 @@ transcribe_status transcribe_model_get_info(const transcribe_model * model, tran
         out->hotwords         = i.hotwords;
         out->text_prompt      = i.text_prompt;
         out->language_detection = i.language_detection;
+        out->forced_aligner     = i.forced_aligner;
         return TRANSCRIBE_OK;
     });
 }

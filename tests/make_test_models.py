@@ -75,6 +75,9 @@ def main():
         subprocess.run([sys.executable, str(qwen3_asr), "--checkpoint", str(fixtures / "qwen3-asr-tiny" / "checkpoint"),
                         "-o", str(out / f"qwen3-asr-tiny-{outtype}.gguf"), "--outtype", outtype, "--name", "qwen3-asr-tiny"],
                        check=True)
+        subprocess.run([sys.executable, str(qwen3_asr), "--checkpoint", str(fixtures / "qwen3-aligner-tiny" / "checkpoint"),
+                        "-o", str(out / f"qwen3-aligner-tiny-{outtype}.gguf"), "--outtype", outtype, "--name",
+                        "qwen3-aligner-tiny"], check=True)
     # The cache-aware streaming models (streaming-tiny: a hybrid RNNT+CTC with four lookaheads, an EOU model).
     for name, nemo in (("streaming-hybrid-tiny", fixtures / "streaming-tiny" / "model.nemo"),
                        ("streaming-eou-tiny", fixtures / "streaming-tiny" / "eou" / "model.nemo")):

@@ -71,6 +71,11 @@ const Fixture & qwen3_asr_fixture() {
     return f;
 }
 
+const Fixture & qwen3_aligner_fixture() {
+    static const Fixture f(std::string(CANARY_AED_FIXTURE) + "/../qwen3-aligner-tiny");
+    return f;
+}
+
 const Fixture & canary_aed_v2_fixture() {
     static const Fixture f(std::string(CANARY_AED_FIXTURE) + "/../canary-aed-v2-tiny");
     return f;

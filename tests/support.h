@@ -45,6 +45,7 @@ const Fixture & canary_aed_fixture();
 const Fixture & canary_aed_v2_fixture(); // its audio and encoder goldens are canary_aed_fixture()'s
 const Fixture & whisper_fixture();       // its MANIFEST keys goldens by their path (golden/<clip>/<file>)
 const Fixture & qwen3_asr_fixture();     // its MANIFEST keeps tolerances per clip (clips.<clip>.suggested_atol)
+const Fixture & qwen3_aligner_fixture(); // golden/<run>/; its audio is qwen3_asr_fixture()'s
 
 std::string fixture(const std::string & rel);   // path under the tiny fixture
 std::string model(const std::string & name);    // path of a converted test model

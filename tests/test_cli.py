@@ -40,6 +40,29 @@ class Cli(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("Cantonese", r.stderr.decode())
 
+    def test_qwen3_forced_aligner_times_another_models_words(self):
+        """--align-with a Qwen3-ForcedAligner GGUF: the transcript's words with the aligner's times (in order,
+        the segment spanning them); the aligner as the transcriber, or the transcriber as the aligner,
+        refused saying what each is for."""
+        q = FIXTURE.parent / "qwen3-asr-tiny"
+        asr, aligner = str(MODELS / "qwen3-asr-tiny-f32.gguf"), str(MODELS / "qwen3-aligner-tiny-f32.gguf")
+        wav = str(q / "audio" / "jfk_2p37s.wav")
+        r = cli("-m", asr, "--align-with", aligner, "--max-new-tokens", "12", "--json", "--timestamps", "word", wav)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertTrue(out["words"])
+        self.assertEqual(out["words"], [w for s in out["segments"] for w in s["words"]])
+        for s in out["segments"]:
+            self.assertEqual((s["t0_ms"], s["t1_ms"]), (s["words"][0]["t0_ms"], s["words"][-1]["t1_ms"]))
+        times = [t for w in out["words"] for t in (w["t0_ms"], w["t1_ms"])]
+        self.assertEqual(times, sorted(times))  # fix_timestamp leaves them non-decreasing
+        r = cli("-m", aligner, wav)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--align-with", r.stderr.decode())
+        r = cli("-m", asr, "--align-with", asr, wav)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nor is a forced aligner", r.stderr.decode())
+
     def test_version_and_help(self):
         r = cli("--version")
         self.assertEqual(r.returncode, 0)
@@ -157,7 +180,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(ends, sorted(ends))
         r = cli("-m", F32, "--align-with", str(MODELS / "parakeet-tdt-tiny-f32.gguf"), JFK)
         self.assertEqual(r.returncode, 1)
-        self.assertIn(b"has no CTC head", r.stderr)
+        self.assertIn(b"neither has a CTC head", r.stderr)
 
     def test_decoder_type_picks_a_hybrids_head(self):
         """--decoder-type: a hybrid's transducer by default and with tdt (parakeet-tdt-tiny's text), a head a

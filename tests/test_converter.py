@@ -757,9 +757,14 @@ class Qwen3AsrConverter(unittest.TestCase):
 
     def test_bad_checkpoints_name_what_they_are(self):
         cfg = json.loads((self.ckpt / "config.json").read_text())
-        aligner = dict(cfg, model_type="qwen3_forced_aligner")
+        # An aligner's config without what the aligner needs (its head's classes, the <timestamp> token).
+        aligner = dict(cfg, thinker_config=dict(cfg["thinker_config"], model_type="qwen3_forced_aligner"))
         (self.ckpt / "config.json").write_text(json.dumps(aligner))
-        self.expect_error(self.convert(), "Qwen3-ForcedAligner", "not a Qwen3-ASR transcriber")
+        self.expect_error(self.convert(), "forced aligner config without classify_num")
+        aligner = dict(aligner, timestamp_token_id=1, timestamp_segment_time=80)
+        aligner["thinker_config"]["classify_num"] = 10
+        (self.ckpt / "config.json").write_text(json.dumps(aligner))
+        self.expect_error(self.convert(), "<timestamp>", "not Qwen3-ASR's tokenizer")
         (self.ckpt / "config.json").write_text(json.dumps(dict(cfg, model_type="qwen2_audio")))
         self.expect_error(self.convert(), "not a Qwen3-ASR config")
         (self.ckpt / "config.json").write_text(json.dumps(cfg))
@@ -770,8 +775,47 @@ class Qwen3AsrConverter(unittest.TestCase):
         self.expect_error(self.convert(self.tmp / "nowhere"), "checkpoint directory not found")
         self.expect_error(self.convert(ROOT / "tests" / "fixtures" / "canary-qwen-tiny" / "checkpoint"), "not a Qwen3-ASR config")
 
-if __name__ == "__main__":
-    unittest.main()
+
+QWEN3_ALIGNER_FIXTURE = ROOT / "tests" / "fixtures" / "qwen3-aligner-tiny" / "checkpoint"
+
+
+class Qwen3AlignerConverter(Qwen3AsrConverter):
+    """scripts/convert-qwen3-asr.py on Qwen3-ForcedAligner's released layout (qwen3-aligner-tiny's folder)."""
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp())
+        self.ckpt = self.tmp / "ckpt"
+        shutil.copytree(QWEN3_ALIGNER_FIXTURE, self.ckpt)
+        self.out = self.tmp / "out.gguf"
+
+    def test_metadata_prompt_and_storage(self):
+        r = self.convert(None, "--outtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = gguf.GGUFReader(str(self.out))
+        kv = {f.name: f for f in g.fields.values()}
+        u32 = lambda k: int(kv[k].parts[-1][0])
+        self.assertEqual(bytes(kv["general.architecture"].parts[-1]).decode(), "qwen3_forced_aligner")
+        cfg = json.loads((self.ckpt / "config.json").read_text())
+        tok = json.loads((self.ckpt / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+        ids = {v["content"]: int(k) for k, v in tok.items()}
+        self.assertEqual(u32("qwen3_forced_aligner.timestamp_token_id"), ids["<timestamp>"])
+        self.assertEqual(u32("qwen3_forced_aligner.timestamp_token_id"), cfg["timestamp_token_id"])
+        self.assertEqual(u32("qwen3_forced_aligner.audio_start_token_id"), ids["<|audio_start|>"])
+        self.assertEqual(u32("qwen3_forced_aligner.audio_end_token_id"), ids["<|audio_end|>"])
+        self.assertEqual(u32("qwen3_forced_aligner.audio_token_id"), ids["<|audio_pad|>"])
+        self.assertEqual(float(kv["qwen3_forced_aligner.timestamp_segment_ms"].parts[-1][0]), cfg["timestamp_segment_time"])
+        self.assertEqual(u32("qwen3_forced_aligner.max_audio_ms"), 180000)  # MAX_FORCE_ALIGN_INPUT_SECONDS
+        self.assertEqual(u32("llm.head_rows"), cfg["thinker_config"]["classify_num"])
+        self.assertNotIn("qwen3_forced_aligner.eos_token_ids", kv)  # it generates nothing
+        shapes = {t.name: [int(x) for x in t.shape] for t in g.tensors}
+        self.assertEqual(shapes["llm.output.weight"], [64, cfg["thinker_config"]["classify_num"]])
+        self.assertEqual({t.name: t.tensor_type.name for t in g.tensors}["llm.output.weight"], "BF16")
+
+    def test_bad_checkpoints_name_what_they_are(self):
+        cfg = json.loads((self.ckpt / "config.json").read_text())
+        (self.ckpt / "config.json").write_text(json.dumps(dict(cfg, timestamp_token_id=cfg["timestamp_token_id"] - 1)))
+        self.expect_error(self.convert(), "is not <timestamp>")
+
 
 
 WHISPER_CONVERTER = ROOT / "scripts" / "convert-whisper.py"
@@ -899,3 +943,7 @@ class WhisperConverter(unittest.TestCase):
                                 str(tmp / "o.gguf")], capture_output=True, text=True)
             self.assertEqual(r.returncode, 1)
             self.assertIn("multilingual.tiktoken", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

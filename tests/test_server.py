@@ -666,7 +666,7 @@ class AlignedServerTest(unittest.TestCase):
         r = subprocess.run([SERVER, "-m", MODEL, "--align-with", PARAKEET_MODEL, "--port", "0"], capture_output=True,
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("has no CTC head", r.stderr)
+        self.assertIn("neither has a CTC head", r.stderr)
 
 
 class HybridServerTest(unittest.TestCase):

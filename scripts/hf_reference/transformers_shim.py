@@ -83,6 +83,10 @@ class PreTrainedModel(nn.Module):
     def dtype(self):
         return next(self.parameters()).dtype
 
+    @property
+    def device(self):
+        return next(self.parameters()).device
+
 
 class GradientCheckpointingLayer(nn.Module):
     pass
@@ -421,7 +425,8 @@ def render_chat_template(template: str, messages: list, add_generation_prompt: b
 # ----------------------------------------------------------------------------------------- install
 def install():
     """Registers the stand-in `transformers` modules (and librosa/soundfile, which the reference's
-    inference utilities import for file loading only)."""
+    inference utilities import for file loading only, and nagisa, which the forced aligner imports for
+    Japanese)."""
     def module(name, **attrs):
         m = types.ModuleType(name)
         m.__dict__.update(attrs)
@@ -436,7 +441,12 @@ def install():
         def __init__(self, *args, **kwargs):
             pass
 
-    module("transformers", __path__=[])
+    class _AutoClass:  # AutoConfig/AutoModel/AutoProcessor: the fixtures build the reference's classes themselves
+        @staticmethod
+        def register(*args, **kwargs):
+            pass
+
+    module("transformers", __path__=[], AutoConfig=_AutoClass, AutoModel=_AutoClass, AutoProcessor=_AutoClass)
     module("transformers.activations", ACT2FN={"gelu": nn.GELU(), "silu": nn.SiLU(), "relu": nn.ReLU()})
     module("transformers.cache_utils", Cache=Cache, DynamicCache=DynamicCache)
     module("transformers.generation", GenerationMixin=GenerationMixin)
@@ -462,3 +472,8 @@ def install():
     module("transformers.tokenization_utils_base", TextInput=str)
     for name in ("librosa", "soundfile"):
         module(name)
+
+    def _no_nagisa(text):  # the forced aligner's Japanese word splitter (a tagger model Debian does not ship)
+        raise NotImplementedError("nagisa is not available: Japanese is not among the fixtures' languages")
+
+    module("nagisa", tagging=_no_nagisa)

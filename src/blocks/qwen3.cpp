@@ -47,12 +47,13 @@ Qwen3HParams Qwen3HParams::from_file(const ModelFile & f) {
     hp.head_dim    = int(f.get_u32("llm.head_dim"));
     hp.ff_dim      = int(f.get_u32("llm.ff_dim"));
     hp.vocab       = int(f.get_u32("llm.vocab_size"));
+    hp.head_rows   = int(f.get_u32("llm.head_rows", uint32_t(hp.vocab)));
     hp.n_ctx_train = int(f.get_u32("llm.n_ctx_train"));
     hp.rms_eps     = f.get_f32("llm.rms_eps");
     hp.rope_theta  = f.get_f32("llm.rope_theta");
     if (hp.n_layers <= 0 || hp.n_layers > 1024 || hp.hidden <= 0 || hp.n_heads <= 0 || hp.n_kv_heads <= 0 ||
         hp.n_heads % hp.n_kv_heads || hp.head_dim <= 0 || hp.head_dim % 2 || hp.ff_dim <= 0 || hp.vocab <= 0 ||
-        hp.n_ctx_train <= 0) {
+        hp.head_rows <= 0 || hp.n_ctx_train <= 0) {
         fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: invalid LLM hyper-parameters", f.path().c_str());
     }
     return hp;
@@ -62,8 +63,16 @@ Qwen3::Qwen3(const ModelFile & f, const Qwen3HParams & hp, const std::string & p
     const int64_t h = hp.hidden, q_dim = int64_t(hp.n_heads) * hp.head_dim, kv_dim = int64_t(hp.n_kv_heads) * hp.head_dim;
     tok_embd_ = f.embedding_weight(embd_name, {h, hp.vocab});
     out_norm_ = f.tensor(p + ".output_norm.weight", {h}, F32);
-    // Untied models (Qwen3-ASR) keep their own head; the others read logits off the token table.
-    output_ = f.find(p + ".output.weight") ? f.matmul_weight(p + ".output.weight", {h, hp.vocab}) : tok_embd_;
+    // Untied models (Qwen3-ASR) keep their own head (a classifier's its own rows: Qwen3-ForcedAligner's
+    // timestamp classes); the others read logits off the token table.
+    if (f.find(p + ".output.weight")) {
+        output_ = f.matmul_weight(p + ".output.weight", {h, hp.head_rows});
+    } else if (hp.head_rows == hp.vocab) {
+        output_ = tok_embd_;
+    } else {
+        fail(TRANSCRIBE_ERR_BAD_GGUF, "model file %s: a head of %d rows but no %s.output.weight", f.path().c_str(), hp.head_rows,
+             p.c_str());
+    }
     layers_.resize(size_t(hp.n_layers));
     for (int i = 0; i < hp.n_layers; ++i) {
         const std::string b = p + ".blk." + std::to_string(i) + ".";
@@ -148,10 +157,9 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type,
       cache_(exec, lm.hparams().n_layers, int64_t(lm.hparams().head_dim) * lm.hparams().n_kv_heads, kv_type, n_ctx, n_seq,
              "KV cache") {}
 
-int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits,
-                              std::vector<float> * input_embd) {
+Graph & Qwen3Decoder::prompt_graph(int seq, const std::vector<Piece> & prompt, int n_select) {
     cache_.check_seq(seq);
-    std::string key = std::to_string(seq) + ":";
+    std::string key = std::to_string(seq) + ":" + std::to_string(n_select) + ":";
     int T = 0;
     for (const Piece & p : prompt) {
         key += (p.rows ? "e" : "i") + std::to_string(p.length()) + ",";
@@ -159,31 +167,43 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
     }
     cache_.restart(seq, T);
     auto & slot = prefill_graphs_[key];
-    if (!slot) {
-        if (prefill_graphs_.size() > size_t(8 + cache_.n_seq())) { // a few audio lengths recur; don't hoard graphs for every one
-            prefill_graphs_.clear();
-            return prefill(seq, prompt, logits, input_embd);
-        }
-        auto g = std::make_unique<Graph>(16384, "prefill");
-        ggml_context * ctx = g->ctx();
-        ggml_tensor * x = nullptr;
-        for (size_t i = 0; i < prompt.size(); ++i) {
-            const std::string name = "piece" + std::to_string(i);
-            ggml_tensor * part = prompt[i].rows
-                ? g->input(name.c_str(), GGML_TYPE_F32, lm_.hparams().hidden, prompt[i].n_rows)
-                : lm_.embed(ctx, g->input(name.c_str(), GGML_TYPE_I32, int64_t(prompt[i].ids.size())));
-            x = x ? ggml_concat(ctx, x, part, 1) : part;
-        }
-        g->output(x, "input_embd");
-        // The prompt sees its own sequence's stretch of the cache as a cache of its own.
-        const std::vector<ggml_tensor *> k_seq = cache_.stretch(ctx, cache_.k(), seq);
-        const std::vector<ggml_tensor *> v_seq = cache_.stretch(ctx, cache_.v(), seq);
-        const Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
-        output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1)));
-        slot = std::move(g);
+    if (slot) {
+        return *slot;
     }
-    Graph & g = *slot;
-    int32_t next = 0;
+    if (prefill_graphs_.size() > size_t(8 + cache_.n_seq())) { // a few audio lengths recur; don't hoard graphs for every one
+        prefill_graphs_.clear();
+        return prompt_graph(seq, prompt, n_select);
+    }
+    auto g = std::make_unique<Graph>(16384, "prefill");
+    ggml_context * ctx = g->ctx();
+    ggml_tensor * x = nullptr;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        const std::string name = "piece" + std::to_string(i);
+        ggml_tensor * part = prompt[i].rows
+            ? g->input(name.c_str(), GGML_TYPE_F32, lm_.hparams().hidden, prompt[i].n_rows)
+            : lm_.embed(ctx, g->input(name.c_str(), GGML_TYPE_I32, int64_t(prompt[i].ids.size())));
+        x = x ? ggml_concat(ctx, x, part, 1) : part;
+    }
+    g->output(x, "input_embd");
+    // The prompt sees its own sequence's stretch of the cache as a cache of its own.
+    const std::vector<ggml_tensor *> k_seq = cache_.stretch(ctx, cache_.k(), seq);
+    const std::vector<ggml_tensor *> v_seq = cache_.stretch(ctx, cache_.v(), seq);
+    const Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
+    if (n_select > 0) {
+        ggml_tensor * h = ggml_get_rows(ctx, lm_.build(ctx, g->graph(), x, at), g->input("select", GGML_TYPE_I32, n_select));
+        output_logits(*g, lm_.logits(ctx, h));
+    } else {
+        output_logits(*g, lm_.logits(ctx, lm_.build(ctx, g->graph(), x, at, 1)));
+    }
+    slot = std::move(g);
+    return *slot;
+}
+
+void Qwen3Decoder::run_prompt(Graph & g, int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & select) {
+    int T = 0;
+    for (const Piece & p : prompt) {
+        T += p.length();
+    }
     exec_.compute(g, [&] {
         for (size_t i = 0; i < prompt.size(); ++i) {
             ggml_tensor * in = g.get(("piece" + std::to_string(i)).c_str());
@@ -201,6 +221,9 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
         }
         tensor_set(g.get("pos"), pos);
         tensor_set(g.get("kv_idx"), idx);
+        if (!select.empty()) {
+            tensor_set(g.get("select"), select);
+        }
         if (ggml_tensor * m = g.get("mask"); m->buffer) { // unallocated where no layer reads it (causal_attention_op)
             std::vector<ggml_fp16_t> mask(size_t(T) * size_t(T));
             for (int i = 0; i < T; ++i) {
@@ -211,6 +234,14 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
             tensor_set(m, mask);
         }
     });
+    cache_.set_past(seq, T);
+}
+
+int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits,
+                              std::vector<float> * input_embd) {
+    Graph & g = prompt_graph(seq, prompt, 0);
+    run_prompt(g, seq, prompt, {});
+    int32_t next = 0;
     ggml_backend_tensor_get(g.get("argmax"), &next, 0, sizeof(next));
     if (logits) {
         tensor_get_f32(g.get("logits"), *logits);
@@ -218,8 +249,27 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
     if (input_embd) {
         tensor_get_f32(g.get("input_embd"), *input_embd);
     }
-    cache_.set_past(seq, T);
     return next;
+}
+
+std::vector<float> Qwen3Decoder::logits_at(int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & positions) {
+    std::vector<float> out;
+    if (positions.empty()) {
+        return out;
+    }
+    int T = 0;
+    for (const Piece & p : prompt) {
+        T += p.length();
+    }
+    for (int32_t p : positions) {
+        if (p < 0 || p >= T) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "logits at position %d of a %d-position prompt", p, T);
+        }
+    }
+    Graph & g = prompt_graph(seq, prompt, int(positions.size()));
+    run_prompt(g, seq, prompt, positions);
+    tensor_get_f32(g.get("logits"), out);
+    return out;
 }
 
 Graph & Qwen3Decoder::decode_graph(int n_batch, int n_kv) {

@@ -26,6 +26,7 @@ struct Qwen3HParams {
     int   head_dim    = 0;
     int   ff_dim      = 0;
     int   vocab       = 0;
+    int   head_rows   = 0; // the output head's rows: the vocabulary's, or a classifier's classes
     int   n_ctx_train = 0;
     float rms_eps     = 1e-6f;
     float rope_theta  = 1e6f;
@@ -94,6 +95,9 @@ public:
     // Restarts sequence SEQ with the prompt from position 0; returns the greedy next token. Optionally
     // copies out the logits at the last position and the spliced input embeddings [T][hidden].
     int32_t prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
+    // The prompt's logits at POSITIONS, [positions][head rows] (a classifier over chosen slots: the forced
+    // aligner's timestamps); sequence SEQ then holds the prompt as prefill leaves it.
+    std::vector<float> logits_at(int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & positions);
     // StepDecoder: one graph a step (built once per column count, and per padded cache length where an
     // op reads the mask); rewound rows are rewritten by the next tokens fed.
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
@@ -107,6 +111,10 @@ public:
     static size_t bytes_per_sequence(const Qwen3HParams & hp, ggml_type kv_type, int n_ctx);
 
 private:
+    // The graph of a prompt of these pieces' shape, with the logits of its last position (N_SELECT 0) or of
+    // N_SELECT positions given as the "select" input; restarts SEQ's rows.
+    Graph & prompt_graph(int seq, const std::vector<Piece> & prompt, int n_select);
+    void    run_prompt(Graph & g, int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & select);
     Graph & decode_graph(int n_batch, int n_kv);
 
     const Qwen3 &              lm_;

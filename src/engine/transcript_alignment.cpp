@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/tokenizer.h"
 #include "decoding/ctc_forced_alignment.h"
 
 #include <algorithm>
@@ -10,9 +11,9 @@ namespace transcribe {
 
 void check_aligner(const Model & model, const Model & aligner) {
     const ModelInfo & a = aligner.info();
-    if (!a.ctc_head || a.frame_ms <= 0) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "aligner: model %s (%s) has no CTC head (align with a Parakeet CTC or hybrid model)",
-             a.name.c_str(), a.architecture.c_str());
+    if (!a.forced_aligner && (!a.ctc_head || a.frame_ms <= 0)) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "aligner: model %s (%s) neither has a CTC head nor is a forced aligner (align with "
+             "a Parakeet CTC or hybrid model, or Qwen3-ForcedAligner)", a.name.c_str(), a.architecture.c_str());
     }
     if (a.sample_rate != model.info().sample_rate) {
         fail(TRANSCRIBE_ERR_INVALID_ARG, "aligner: model %s takes %d Hz audio, model %s %d Hz", a.name.c_str(), a.sample_rate,
@@ -62,6 +63,35 @@ std::vector<Segment> aligned_segments(const std::string & text, const float * pc
     return out;
 }
 
+// Each segment's text placed by a forced aligner in the segment's own audio (transcribe() aligns each
+// chunk it decoded, its times offset by the chunk's start); the segment then spans its words.
+std::vector<Segment> forced_aligned_segments(const Transcript & t, const float * pcm, size_t n, Model & aligner,
+                                             Session & session, const std::function<bool()> & cancelled) {
+    const int rate = aligner.info().sample_rate;
+    RunOptions o;
+    o.cancelled = cancelled;
+    std::vector<Segment> out;
+    for (const Segment & s : t.segments) {
+        Segment seg = s;
+        seg.words.clear();
+        const size_t a = std::min(n, size_t(std::max<int64_t>(0, s.t0_ms) * rate / 1000));
+        const size_t b = std::min(n, size_t(std::max<int64_t>(0, s.t1_ms) * rate / 1000));
+        if (b > a && !strip_whitespace(s.text).empty()) {
+            for (Word & w : session.align_text(pcm + a, b - a, s.text, t.language, o)) {
+                w.t0_ms += s.t0_ms;
+                w.t1_ms += s.t0_ms;
+                seg.words.push_back(std::move(w));
+            }
+        }
+        if (!seg.words.empty()) {
+            seg.t0_ms = seg.words.front().t0_ms;
+            seg.t1_ms = seg.words.back().t1_ms;
+        }
+        out.push_back(std::move(seg));
+    }
+    return out;
+}
+
 } // namespace
 
 void align_transcript(Transcript & t, const float * pcm, size_t n, Model & aligner, Session & session,
@@ -69,7 +99,9 @@ void align_transcript(Transcript & t, const float * pcm, size_t n, Model & align
     const int rate = aligner.info().sample_rate;
     const bool truncated = std::any_of(t.segments.begin(), t.segments.end(), [](const Segment & s) { return s.truncated; });
     std::vector<Segment> segments;
-    if (int64_t(n) * 1000 <= int64_t(aligner.info().max_audio_ms) * rate) {
+    if (aligner.info().forced_aligner) {
+        segments = forced_aligned_segments(t, pcm, n, aligner, session, cancelled);
+    } else if (int64_t(n) * 1000 <= int64_t(aligner.info().max_audio_ms) * rate) {
         segments = aligned_segments(t.text, pcm, n, 0, aligner, session, cancelled);
     } else {
         for (const Segment & s : t.segments) { // each over its own audio, as the pieces were decoded

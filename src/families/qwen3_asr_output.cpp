@@ -1,6 +1,7 @@
 #include "qwen3_asr_output.h"
 
 #include "core/language_names.h"
+#include "core/python_text.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,50 +10,7 @@ namespace transcribe::qwen3_asr {
 
 namespace {
 
-using Text = std::u32string;
-
-Text to_u32(const std::string & s) {
-    Text out;
-    for (size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-        for (int k = 1; k < n && i + size_t(k) < s.size(); ++k) {
-            cp = (cp << 6) | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
-        }
-        out.push_back(cp);
-        i += size_t(n);
-    }
-    return out;
-}
-
-std::string to_utf8(const Text & t) {
-    std::string out;
-    for (char32_t cp : t) {
-        if (cp < 0x80) {
-            out += char(cp);
-        } else if (cp < 0x800) {
-            out += char(0xC0 | (cp >> 6));
-            out += char(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += char(0xE0 | (cp >> 12));
-            out += char(0x80 | ((cp >> 6) & 0x3F));
-            out += char(0x80 | (cp & 0x3F));
-        } else {
-            out += char(0xF0 | (cp >> 18));
-            out += char(0x80 | ((cp >> 12) & 0x3F));
-            out += char(0x80 | ((cp >> 6) & 0x3F));
-            out += char(0x80 | (cp & 0x3F));
-        }
-    }
-    return out;
-}
-
-// Python's str.isspace().
-bool is_space(char32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
+using Text = CodePoints;
 
 // Python's str.splitlines() boundaries.
 bool is_line_break(char32_t c) {
@@ -62,10 +20,10 @@ bool is_line_break(char32_t c) {
 
 Text strip(const Text & t) {
     size_t b = 0, e = t.size();
-    while (b < e && is_space(t[b])) {
+    while (b < e && python_isspace(t[b])) {
         ++b;
     }
-    while (e > b && is_space(t[e - 1])) {
+    while (e > b && python_isspace(t[e - 1])) {
         --e;
     }
     return t.substr(b, e - b);
@@ -168,17 +126,17 @@ std::string normalize(const Text & name) {
 
 std::string fix_repetitions(const std::string & text, int threshold) {
     const size_t t = size_t(std::max(threshold, 1));
-    return to_utf8(fix_pattern_repeats(fix_char_repeats(to_u32(text), t), t));
+    return to_utf8(fix_pattern_repeats(fix_char_repeats(to_code_points(text), t), t));
 }
 
-std::string normalize_language(const std::string & name) { return normalize(to_u32(name)); }
+std::string normalize_language(const std::string & name) { return normalize(to_code_points(name)); }
 
 std::pair<std::string, std::string> parse_output(const std::string & raw, const std::string & forced) {
-    const Text s0 = strip(to_u32(raw));
+    const Text s0 = strip(to_code_points(raw));
     if (s0.empty()) {
         return {"", ""};
     }
-    const Text s = to_u32(fix_repetitions(to_utf8(s0)));
+    const Text s = to_code_points(fix_repetitions(to_utf8(s0)));
     if (!forced.empty()) {
         return {forced, to_utf8(s)};
     }
@@ -207,7 +165,7 @@ std::pair<std::string, std::string> parse_output(const std::string & raw, const 
 }
 
 std::string language_name(const std::string & language, const std::vector<std::string> & supported) {
-    for (const std::string & name : {normalize_language(language), language_name_of_code(to_utf8(strip(to_u32(language))))}) {
+    for (const std::string & name : {normalize_language(language), language_name_of_code(to_utf8(strip(to_code_points(language))))}) {
         if (!name.empty() && std::find(supported.begin(), supported.end(), name) != supported.end()) {
             return name;
         }

@@ -16,6 +16,7 @@ std::unique_ptr<Model> load_parakeet_ctc(std::unique_ptr<ModelFile> file, ggml_b
 std::unique_ptr<Model> load_canary_aed(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_whisper(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 std::unique_ptr<Model> load_qwen3_asr(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
+std::unique_ptr<Model> load_qwen3_forced_aligner(std::unique_ptr<ModelFile> file, ggml_backend_dev_t device);
 
 namespace {
 const Family k_families[] = {
@@ -26,6 +27,7 @@ const Family k_families[] = {
     {"canary_aed", load_canary_aed},
     {"whisper", load_whisper},
     {"qwen3_asr", load_qwen3_asr},
+    {"qwen3_forced_aligner", load_qwen3_forced_aligner},
 };
 } // namespace
 

@@ -176,6 +176,11 @@ public:
     // A stream through a model whose info says native_streaming (OPTIONS: its attention context, head);
     // INVALID_ARG for any other.
     virtual std::unique_ptr<NativeStream> open_stream(const RunOptions & options);
+    // The words of TEXT (someone's transcript of this audio) with their times, in the model's units (models
+    // whose info says forced_aligner; INVALID_ARG for any other). LANGUAGE: the text's, where the model
+    // splits some languages its own way.
+    virtual std::vector<Word> align_text(const float * pcm, size_t n_samples, const std::string & text,
+                                         const std::string & language, const RunOptions & options);
     // pcm: mono samples at the model's rate. Throws Error (ABORTED, INPUT_TOO_LONG, ...).
     virtual Transcript run(const float * pcm, size_t n_samples, const RunOptions & options) = 0;
     // Jobs from NEXT until it has none and none is running, up to max_batch() of them decoded together
@@ -216,6 +221,7 @@ struct ModelInfo {
     std::vector<int32_t> att_contexts;
     bool    native_streaming = false;    // Session::open_stream: it transcribes as it hears (cache-aware models)
     int32_t end_of_turn_token = -1;      // its token that ends a speaker's turn (<EOU>), or -1
+    bool    forced_aligner = false;      // Session::align_text times a given text's words (it transcribes nothing)
 };
 
 class Model {

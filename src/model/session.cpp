@@ -25,6 +25,10 @@ std::unique_ptr<NativeStream> Session::open_stream(const RunOptions &) {
          "do): stream it with turns found by a VAD instead");
 }
 
+std::vector<Word> Session::align_text(const float *, size_t, const std::string &, const std::string &, const RunOptions &) {
+    fail(TRANSCRIBE_ERR_INVALID_ARG, "this model does not align a given text (only forced aligners do: Qwen3-ForcedAligner)");
+}
+
 void Session::run_batch(const JobSource & next, const JobDone & done) {
     Timings  total;
     BatchJob job;

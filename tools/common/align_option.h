@@ -1,5 +1,6 @@
 // The --align-with option of the tools that transcribe: word times for any model's transcript from a
-// CTC model (Parakeet CTC or a hybrid), NeMo Forced Aligner's way; the tool owns the loaded model.
+// CTC model (Parakeet CTC or a hybrid), NeMo Forced Aligner's way, or from a forced aligner
+// (Qwen3-ForcedAligner); the tool owns the loaded model.
 #pragma once
 
 #include "transcribe.h"
@@ -22,11 +23,12 @@ struct AlignOption {
     void add_to(CLI::App & app) {
         app.add_option("--align-with", model_path,
                        "word and segment times for the transcript from this CTC model (GGUF: Parakeet CTC or a hybrid), "
-                       "aligned as NeMo Forced Aligner does (any model; replaces a model's own word times)");
+                       "aligned as NeMo Forced Aligner does, or from Qwen3-ForcedAligner, as Qwen3-ASR's transcribe() "
+                       "aligns (any model; replaces a model's own word times)");
     }
 
-    // Null when no --align-with was given. False with *ERROR set when the model does not load or has no
-    // CTC head.
+    // Null when no --align-with was given. False with *ERROR set when the model does not load or can align
+    // nothing.
     bool load(const transcribe_load_params & params, Model * out, std::string * error) const {
         out->reset();
         if (model_path.empty()) {
@@ -40,9 +42,10 @@ struct AlignOption {
         out->reset(m);
         transcribe_model_info info;
         transcribe_model_get_info(m, &info);
-        if (!info.ctc_head) {
+        if (!info.ctc_head && !info.forced_aligner) {
             *error = "--align-with: model " + std::string(info.name) + " (" + info.architecture +
-                     ") has no CTC head (align with a Parakeet CTC or hybrid model)";
+                     ") neither has a CTC head nor is a forced aligner (align with a Parakeet CTC or hybrid model, "
+                     "or Qwen3-ForcedAligner)";
             return false;
         }
         return true;

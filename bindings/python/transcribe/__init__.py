@@ -155,6 +155,7 @@ class Model:
         self.att_contexts = [(info.att_contexts[2 * i], info.att_contexts[2 * i + 1]) for i in range(info.n_att_contexts)]
         self.native_streaming = bool(info.native_streaming)
         self.end_of_turn_token = int(info.end_of_turn_token)
+        self.forced_aligner = bool(info.forced_aligner)  # only an align_with= model (Qwen3-ForcedAligner)
 
     def _session(self):
         s = getattr(self._local, "session", None)
@@ -228,7 +229,7 @@ class Model:
         comma-separated string, boosted by NeMo's phrase-boosting tree with weight hotword_weight (NeMo's
         boosting_tree_alpha). align_with: a model with a CTC head (Parakeet CTC or a hybrid; a GGUF path,
         loaded once, or an open Model) that gives the transcript's words and segments their times as NeMo
-        Forced Aligner does, for any model. prompt: context (models whose .text_prompt is true: Canary-Qwen),
+        Forced Aligner does, or a forced aligner (.forced_aligner: Qwen3-ForcedAligner), for any model. prompt: context (models whose .text_prompt is true: Canary-Qwen),
         text its chat prompt carries before the instruction, as OpenAI's prompt; Whisper's initial_prompt.
         Whisper (openai-whisper's transcribe() arguments): language None or "auto" detects it; timestamps=True
         is word_timestamps=True; no_timestamps decodes without timestamp tokens; condition_on_previous_text;

@@ -28,7 +28,8 @@ class ModelInfo(ctypes.Structure):
                 ("translation", c_bool), ("beam_search", c_bool), ("timestamp_prompt", c_bool),
                 ("transducer_head", c_bool), ("ctc_head", c_bool), ("hotwords", c_bool),
                 ("text_prompt", c_bool), ("language_detection", c_bool), ("n_att_contexts", c_int),
-                ("att_contexts", ctypes.POINTER(c_int32)), ("native_streaming", c_bool), ("end_of_turn_token", c_int32)]
+                ("att_contexts", ctypes.POINTER(c_int32)), ("native_streaming", c_bool), ("end_of_turn_token", c_int32),
+                ("forced_aligner", c_bool)]
 
 
 AbortCallback = ctypes.CFUNCTYPE(c_bool, c_void_p)
