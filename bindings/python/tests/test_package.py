@@ -274,6 +274,24 @@ def test_align_with_gives_nfas_word_times(paths):
     ctc.close()
 
 
+def test_align_with_qwen3_forced_aligner(paths):
+    """align_with= a Qwen3-ForcedAligner GGUF: the model says it is one; a transcript's words come back timed,
+    in order; the aligner itself transcribes nothing (a clear error)."""
+    aligner = transcribe.Model(paths["models"] / "qwen3-aligner-tiny-f32.gguf", threads=2)
+    assert aligner.forced_aligner and not aligner.ctc_head
+    model = transcribe.Model(paths["models"] / "qwen3-asr-tiny-f32.gguf", threads=2)
+    assert not model.forced_aligner
+    audio = paths["root"] / "tests" / "fixtures" / "qwen3-asr-tiny" / "audio" / "jfk_2p37s.wav"
+    r = model.transcribe(audio, align_with=aligner, max_new_tokens=12)
+    assert r.words
+    times = [t for w in r.words for t in (w.t0_ms, w.t1_ms)]
+    assert times == sorted(times)
+    with pytest.raises(transcribe.TranscribeError, match="align-with"):
+        aligner.transcribe(audio)
+    model.close()
+    aligner.close()
+
+
 def test_a_streaming_model_s_contexts_and_their_offline_runs(paths):
     """A cache-aware streaming model (streaming-tiny's hybrid): its attention contexts, and at each one the
     ids NeMo's offline run gives (the fixture's goldens); one it was not trained with is an error."""
