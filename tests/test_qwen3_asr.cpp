@@ -177,6 +177,27 @@ TEST_F(Qwen3AsrGolden, Audio_shorter_than_half_a_second_is_padded_as_transcribe_
     EXPECT_EQ(a.tokens, b.tokens);
 }
 
+// Hotwords join the context after the prompt, a space before each (the reference's one context string, keywords
+// space-separated as its examples write them): prompt "Ask not: Kennedy," with hotwords 1961, —, café is the
+// golden's context "Ask not: Kennedy, 1961 — café"; hotwords alone, "Kennedy", the forced_en run's.
+TEST_F(Qwen3AsrGolden, Hotwords_join_the_context) {
+    auto s = session();
+    ASSERT_TRUE(model_->info().hotwords);
+    RunOptions o;
+    o.max_new_tokens = fx().manifest()["max_new_tokens"].get<int>();
+    o.prompt   = "Ask not: Kennedy,";
+    o.hotwords = {"1961", "\u2014", "caf\u00e9"};
+    const std::vector<float> a = fx().wav_16k("jfk_0p7s");
+    EXPECT_EQ(s->run(a.data(), a.size(), o).tokens,
+              fx().golden_json("jfk_0p7s", "context/greedy.json")["ids"].get<std::vector<int32_t>>());
+    o.prompt.clear();
+    o.hotwords = {"Kennedy"};
+    o.language = "English";
+    const std::vector<float> b = fx().wav_16k("jfk_2p37s");
+    EXPECT_EQ(s->run(b.data(), b.size(), o).tokens,
+              fx().golden_json("jfk_2p37s", "forced_en/greedy.json")["ids"].get<std::vector<int32_t>>());
+}
+
 TEST_F(Qwen3AsrGolden, A_language_it_does_not_list_is_refused_naming_those_it_does) {
     auto s = session();
     const std::vector<float> pcm = fx().wav_16k("jfk_0p7s");

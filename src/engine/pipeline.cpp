@@ -74,7 +74,7 @@ RunOptions RecordingPipeline::prepare(const float * pcm, size_t n, const Recordi
              info.ctc_head ? " (it has a CTC head)" : info.transducer_head ? " (it has a transducer head)" : "");
     }
     if (!o.hotwords.empty() && !info.hotwords) {
-        fail(TRANSCRIBE_ERR_INVALID_ARG, "hotwords: model %s (%s) does not take them (Parakeet models do)", info.name.c_str(),
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "hotwords: model %s (%s) does not take them (Parakeet and Qwen3-ASR models do)", info.name.c_str(),
              info.architecture.c_str());
     }
     if (!o.prompt.empty() && !info.text_prompt) {

@@ -76,6 +76,7 @@ public:
         info_.text_prompt        = true;
         info_.language_prompt    = true;
         info_.language_detection = true;
+        info_.hotwords           = true;
         info_.languages          = file_->get_str_array(a + "languages");
         info_.max_audio_ms       = std::min(int(file_->get_u32(a + "max_audio_ms", MAX_PIECE_MS)), MAX_PIECE_MS);
 
@@ -122,6 +123,16 @@ public:
             after += "language " + language + "<asr_text>";
         }
         return {encode(system_ + context + user_), encode(after)};
+    }
+
+    // The system context: the prompt, then the hotwords separated by spaces (the reference takes one context
+    // string; its examples write keywords so, "交易 停滞"). Their weight has no meaning here.
+    static std::string context(const RunOptions & o) {
+        std::string c = o.prompt;
+        for (const std::string & h : o.hotwords) {
+            c += (c.empty() ? "" : " ") + h;
+        }
+        return c;
     }
 
     // The language RunOptions::language asks for ("" / "auto": the model says which), or INVALID_ARG.
@@ -191,7 +202,7 @@ void Qwen3AsrSession::start(DecodeJob & a) {
     }
     const int n_audio = model_.encoder_.tokens(n);
     a.max_new = o.max_new_tokens > 0 ? o.max_new_tokens : DEFAULT_NEW_TOKENS;
-    const auto [before, after] = model_.prompt(o.prompt, language);
+    const auto [before, after] = model_.prompt(Qwen3AsrModel::context(o), language);
     const int n_prompt = int(before.size() + after.size()) + n_audio;
     if (n_prompt + a.max_new > decoder_.n_ctx()) {
         fail(TRANSCRIBE_ERR_INPUT_TOO_LONG, "%d prompt positions (%d audio) + %d new tokens exceed the context of %d",

@@ -212,7 +212,7 @@ struct ModelInfo {
     bool timestamp_prompt = false;       // RunOptions::timestamps asks the model for its own word times
     bool transducer_head  = false;       // RunOptions::decoder_type Transducer runs (Parakeet TDT, a hybrid)
     bool ctc_head         = false;       // RunOptions::decoder_type Ctc runs (Parakeet CTC, a hybrid)
-    bool hotwords         = false;       // RunOptions::hotwords boost its greedy decoding (Parakeet)
+    bool hotwords         = false;       // RunOptions::hotwords honoured (Parakeet: boosted in greedy decoding; Qwen3-ASR: its context)
     bool text_prompt      = false;       // RunOptions::prompt is read as context (Canary-Qwen)
     bool language_detection = false;     // RunOptions::language "auto" (or empty) detects it (Whisper)
     int  frame_ms         = 0;           // its output frames' duration (frame-level heads: Parakeet), else 0

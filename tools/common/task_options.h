@@ -1,6 +1,6 @@
 // The task options every tool that transcribes shares (CLI, bench): the speech's language, a language
 // to translate into, punctuation, beam search (models with a task prompt: Canary AED); the head that
-// decodes (a hybrid Parakeet); hotwords (Parakeet); a text prompt (Canary-Qwen).
+// decodes (a hybrid Parakeet); hotwords (Parakeet, Qwen3-ASR); a text prompt (Canary-Qwen, Qwen3-ASR, Whisper).
 #pragma once
 
 #include "decoder_type.h"
@@ -43,7 +43,8 @@ struct TaskOptions {
             ->check(CLI::IsMember({"tdt", "rnnt", "ctc"}));
         app.add_option_function<std::string>(
             "--hotwords", [this](const std::string & arg) { hotwords = hotword_lines(arg); },
-            "phrases to favour (Parakeet): a file of one phrase a line, or a comma-separated list \"a,b,c\"");
+            "phrases to favour (Parakeet: boosted in decoding; Qwen3-ASR: added to its context after --prompt, "
+            "space-separated): a file of one phrase a line, or a comma-separated list \"a,b,c\"");
         app.add_option("--hotword-weight", hotword_weight,
                        "how strongly (NeMo's boosting_tree_alpha: logit + W x boost; default 1)")
             ->check(CLI::Range(0.0f, 100.0f));

@@ -332,7 +332,7 @@ TranscriptionRequest parse_transcription_request(const ServerState & st, const F
         throw RequestError(400, "hotword_weight must be a number from 0 to 100 (got '" + weight + "')", "hotword_weight");
     }
     if (!request.hotwords.empty() && !st.info.hotwords) {
-        throw RequestError(400, "hotwords: this model does not take them (Parakeet models do)", "hotwords");
+        throw RequestError(400, "hotwords: this model does not take them (Parakeet and Qwen3-ASR models do)", "hotwords");
     }
     // OpenAI's chunking_strategy: "auto" (the server's VAD where it has one) or {"type": "server_vad",
     // "threshold", "prefix_padding_ms", "silence_duration_ms"}: the speech regions' threshold, the padding
