@@ -431,6 +431,15 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(transcribe_session * sessi
                                                       const transcribe_run_params * params,
                                                       transcribe_result ** results, transcribe_status * statuses);
 
+/* Forced alignment of a known text (a script, lyrics, a corrected transcript): SESSION's model must be an
+ * aligner (transcribe_model_info.forced_aligner, or ctc_head: NeMo Forced Aligner's way). TEXT (UTF-8) is
+ * timed in PCM (mono, the model's rate; a forced aligner takes at most max_audio_ms of it); LANGUAGE (may
+ * be NULL) is the text's, where the aligner splits some languages its own way. *out_result: one result
+ * whose text is TEXT and whose words (transcribe_get_word) and segments carry the aligner's times. */
+TRANSCRIBE_API transcribe_status transcribe_align(transcribe_session * session, const float * pcm, size_t n_samples,
+                                                  const char * text, const char * language,
+                                                  transcribe_result ** out_result);
+
 /* ---------------------------------------------------------------- shared session (continuous batching) */
 /* One session shared by threads: transcribe_batcher_run blocks until its recording is transcribed, like
  * transcribe_run, while the recordings of concurrent calls (and the pieces of long ones) are decoded

@@ -37,6 +37,8 @@
       --preset 0.6b / 1.7b   Qwen/Qwen3-ASR-0.6B's and -1.7B's shapes (AuT encoder 18 x 896 / 24 x 1024, Qwen3
                              decoder 28 x 1024 / 28 x 2048, tied embeddings)
       --preset small         toy sizes
+  --family qwen3-aligner: the same for Qwen/Qwen3-ForcedAligner-0.6B (--preset 0.6b: the 1.7B's encoder, the
+      0.6B's decoder, 152064 embedding rows, an own head of 5000 timestamp classes; --preset small)
 
   --family whisper: F16 weights (as OpenAI releases them), OUT/model.pt ({"dims", "model_state_dict"}, what
     whisper.load_model reads; written without torch) and OUT/multilingual.tiktoken + OUT/mel_filters.npz
@@ -617,6 +619,11 @@ QWEN3_ASR_PRESETS = {
     "small": dict(enc_layers=2, d_model=64, enc_heads=2, enc_ffn=128, channels=16, hidden=64, layers=2, heads=4,
                   kv_heads=2, head_dim=16, ff=192),
 }
+# Qwen/Qwen3-ForcedAligner-0.6B: the 1.7B's audio encoder, the 0.6B's decoder, a head of 5000 timestamp classes.
+QWEN3_ALIGNER_PRESETS = {
+    "0.6b": dict(QWEN3_ASR_PRESETS["1.7b"], hidden=1024, ff=3072, vocab=152064, classes=5000),
+    "small": dict(QWEN3_ASR_PRESETS["small"], vocab=151936, classes=256),
+}
 QWEN3_ASR_ADDED = {151669: ("<|audio_start|>", True), 151670: ("<|audio_end|>", True), 151676: ("<|audio_pad|>", True),
                    151704: ("<asr_text>", False)}
 QWEN3_ASR_LANGUAGES = ["Chinese", "English", "Cantonese", "Arabic", "German", "French", "Spanish", "Portuguese",
@@ -625,7 +632,7 @@ QWEN3_ASR_LANGUAGES = ["Chinese", "English", "Cantonese", "Arabic", "German", "F
                        "Romanian", "Hungarian", "Macedonian"]
 
 
-def qwen3_asr_specs(p: dict):
+def qwen3_asr_specs(p: dict, vocab: int = 151936, classes: int = 0):
     d, h, hd = p["d_model"], p["hidden"], p["head_dim"]
     lin = lambda name, o, i, bias=True: [(name + ".weight", (o, i), ("normal", i ** -0.5))] + (
         [(name + ".bias", (o,), ("normal", 0.02))] if bias else [])
@@ -643,7 +650,7 @@ def qwen3_asr_specs(p: dict):
         specs += norm(L + "final_layer_norm", d)
     specs += norm(a + "ln_post", d) + lin(a + "proj1", d, d) + lin(a + "proj2", h, d)
     m = "thinker.model."
-    specs.append((m + "embed_tokens.weight", (151936, h), ("normal", 0.5)))
+    specs.append((m + "embed_tokens.weight", (vocab, h), ("normal", 0.5)))
     for j in range(p["layers"]):
         L = f"{m}layers.{j}."
         specs += [(L + "input_layernorm.weight", (h,), ("one",)), (L + "post_attention_layernorm.weight", (h,), ("one",))]
@@ -653,20 +660,23 @@ def qwen3_asr_specs(p: dict):
         specs += lin(L + "mlp.gate_proj", p["ff"], h, bias=False) + lin(L + "mlp.up_proj", p["ff"], h, bias=False)
         specs += lin(L + "mlp.down_proj", h, p["ff"], bias=False)
     specs.append((m + "norm.weight", (h,), ("one",)))
+    if classes:  # the forced aligner's own head
+        specs.append(("thinker.lm_head.weight", (classes, h), ("normal", h ** -0.5)))
     return specs
 
 
-def write_qwen3_asr(out: Path, preset: str, seed: int, tokenizer_from: Path) -> None:
-    p = QWEN3_ASR_PRESETS[preset]
+def write_qwen3_asr(out: Path, preset: str, seed: int, tokenizer_from: Path, aligner: bool = False) -> None:
+    p = (QWEN3_ALIGNER_PRESETS if aligner else QWEN3_ASR_PRESETS)[preset]
+    vocab, classes = p.get("vocab", 151936), p.get("classes", 0)
     out.mkdir(parents=True, exist_ok=True)
     audio = dict(num_mel_bins=128, encoder_layers=p["enc_layers"], encoder_attention_heads=p["enc_heads"],
                  encoder_ffn_dim=p["enc_ffn"], d_model=p["d_model"], dropout=0, attention_dropout=0,
                  activation_function="gelu", activation_dropout=0, scale_embedding=False, max_source_positions=1500,
                  n_window=50, output_dim=p["hidden"], n_window_infer=800, conv_chunksize=500,
                  downsample_hidden_size=p["channels"])
-    text = dict(vocab_size=151936, hidden_size=p["hidden"], intermediate_size=p["ff"], num_hidden_layers=p["layers"],
+    text = dict(vocab_size=vocab, hidden_size=p["hidden"], intermediate_size=p["ff"], num_hidden_layers=p["layers"],
                 num_attention_heads=p["heads"], num_key_value_heads=p["kv_heads"], head_dim=p["head_dim"],
-                hidden_act="silu", max_position_embeddings=65536, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                hidden_act="silu", max_position_embeddings=65536, rms_norm_eps=1e-6, tie_word_embeddings=not aligner,
                 rope_theta=1000000, attention_bias=False,
                 rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20], "interleaved": True})
     cfg = {"architectures": ["Qwen3ASRForConditionalGeneration"], "model_type": "qwen3_asr",
@@ -674,6 +684,12 @@ def write_qwen3_asr(out: Path, preset: str, seed: int, tokenizer_from: Path) -> 
            "thinker_config": {"audio_config": audio, "text_config": text, "model_type": "qwen3_asr_thinker",
                               "audio_token_id": 151676, "audio_start_token_id": 151669, "audio_end_token_id": 151670,
                               "user_token_id": 872}}
+    added = dict(QWEN3_ASR_ADDED)
+    if aligner:
+        cfg.pop("support_languages")
+        cfg.update(timestamp_token_id=151705, timestamp_segment_time=80)
+        cfg["thinker_config"].update(model_type="qwen3_forced_aligner", classify_num=classes)
+        added[151705] = ("<timestamp>", False)
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
     (out / "preprocessor_config.json").write_text(json.dumps({
         "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 128, "hop_length": 160, "n_fft": 400,
@@ -681,17 +697,17 @@ def write_qwen3_asr(out: Path, preset: str, seed: int, tokenizer_from: Path) -> 
     shutil.copyfile(tokenizer_from / "vocab.json", out / "vocab.json")
     shutil.copyfile(tokenizer_from / "merges.txt", out / "merges.txt")
     tok = json.loads((tokenizer_from / "tokenizer_config.json").read_text())
-    for i, (content, special) in QWEN3_ASR_ADDED.items():
+    for i, (content, special) in added.items():
         tok["added_tokens_decoder"][str(i)] = {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
                                                "single_word": False, "special": special}
     (out / "tokenizer_config.json").write_text(json.dumps(tok, indent=2, ensure_ascii=False))
-    write_specs(out / "model.safetensors", qwen3_asr_specs(p), seed)
+    write_specs(out / "model.safetensors", qwen3_asr_specs(p, vocab, classes), seed)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", choices=["canary-qwen", "parakeet-tdt", "parakeet-streaming", "canary-aed", "sortformer",
-                                         "whisper", "qwen3-asr"],
+                                         "whisper", "qwen3-asr", "qwen3-aligner"],
                     default="canary-qwen")
     ap.add_argument("--preset", choices=sorted(set(PRESETS) | set(PARAKEET_PRESETS) | set(WHISPER_PRESETS) | set(QWEN3_ASR_PRESETS)),
                     default="full", help="full-v3 / small-v3: --family parakeet-tdt only; tiny ... large-v3-turbo, toy: --family whisper only")
@@ -708,6 +724,11 @@ def main() -> int:
         if a.preset not in QWEN3_ASR_PRESETS:
             ap.error(f"--family qwen3-asr takes --preset {' / '.join(QWEN3_ASR_PRESETS)}")
         write_qwen3_asr(Path(a.out), a.preset, a.seed, Path(a.tokenizer_from))
+        return 0
+    if a.family == "qwen3-aligner":
+        if a.preset not in QWEN3_ALIGNER_PRESETS:
+            ap.error(f"--family qwen3-aligner takes --preset {' / '.join(QWEN3_ALIGNER_PRESETS)}")
+        write_qwen3_asr(Path(a.out), a.preset, a.seed, Path(a.tokenizer_from), aligner=True)
         return 0
     if a.family == "parakeet-streaming":
         if a.preset not in STREAMING_PRESETS:

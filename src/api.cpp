@@ -595,6 +595,20 @@ transcribe_status transcribe_run(transcribe_session * session, const float * pcm
     });
 }
 
+transcribe_status transcribe_align(transcribe_session * session, const float * pcm, size_t n_samples, const char * text,
+                                   const char * language, transcribe_result ** out_result) {
+    return guarded([&] {
+        if (!session || !text || !out_result) {
+            fail(TRANSCRIBE_ERR_INVALID_ARG, "transcribe_align: null argument");
+        }
+        *out_result = nullptr;
+        auto r = std::make_unique<transcribe_result>();
+        r->transcript = session->pipeline->align_text(pcm, n_samples, text, language ? language : "");
+        *out_result = r.release();
+        return TRANSCRIBE_OK;
+    });
+}
+
 transcribe_status transcribe_batcher_create(transcribe_session * session, transcribe_batcher ** out) {
     return guarded([&] {
         if (!session || !out) {

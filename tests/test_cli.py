@@ -59,6 +59,20 @@ class Cli(unittest.TestCase):
         r = cli("-m", aligner, wav)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--align-with", r.stderr.decode())
+        # --text: a given transcript aligned by -m (the reference's align(): qwen3-aligner-tiny's golden items).
+        g = json.loads((FIXTURE.parent / "qwen3-aligner-tiny" / "golden" / "jfk_2p37s_zh" / "align.json").read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            text = Path(tmp) / "text.txt"
+            text.write_text(g["text"], encoding="utf-8")
+            r = cli("-m", aligner, "--kv-type", "f32", "--text", str(text), "--language", g["language"], "--json", wav)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            self.assertEqual(out["text"], g["text"])
+            self.assertEqual([(w["word"], w["t0_ms"], w["t1_ms"]) for w in out["words"]],
+                             [(i["text"], round(i["start_time"] * 1000), round(i["end_time"] * 1000)) for i in g["items"]])
+            r = cli("-m", asr, "--text", str(text), wav)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("nor is a forced aligner", r.stderr.decode())
         r = cli("-m", asr, "--align-with", asr, wav)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("nor is a forced aligner", r.stderr.decode())

@@ -667,6 +667,10 @@ class AlignedServerTest(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 1)
         self.assertIn("neither has a CTC head", r.stderr)
+        r = subprocess.run([SERVER, "-m", str(Path(MODEL).parent / "qwen3-aligner-tiny-f32.gguf"), "--port", "0"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is a forced aligner", r.stderr)
 
 
 class HybridServerTest(unittest.TestCase):

@@ -3,6 +3,7 @@
 #include "core/audio.h"
 #include "core/error.h"
 #include "core/language_names.h"
+#include "core/tokenizer.h"
 #include "engine/piece_feeder.h"
 #include "engine/speaker_attribution.h"
 #include "engine/speaker_turns.h"
@@ -314,6 +315,19 @@ Transcript RecordingPipeline::run_shared(Batcher & batcher, const float * pcm, s
         align(t, pcm, n, req, o, req.aligner->new_session(companion_options()).get());
     }
     attribute(t, pcm, n, req, o, diarize_ms);
+    return t;
+}
+
+Transcript RecordingPipeline::align_text(const float * pcm, size_t n, const std::string & text, const std::string & language) {
+    check_aligner(model_, model_);
+    if (!pcm && n > 0) {
+        fail(TRANSCRIBE_ERR_INVALID_ARG, "align: null audio");
+    }
+    Transcript t;
+    t.text     = utf8_sanitize(text);
+    t.language = language;
+    t.segments.push_back(Segment {0, int64_t(n) * 1000 / model_.info().sample_rate, t.text, {}, {}, false});
+    align_transcript(t, pcm, n, model_, *session_, nullptr);
     return t;
 }
 

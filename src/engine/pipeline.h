@@ -65,6 +65,11 @@ public:
     };
     std::vector<Outcome> run_many(const float * const * pcm, const size_t * n, int count, const RecordingRequest & req);
 
+    // TEXT (someone's transcript of the recording, in LANGUAGE) timed by this pipeline's model, which must
+    // be an aligner (a CTC head or a forced aligner, as for RecordingRequest::aligner): one segment over
+    // the whole recording, its words placed as align_transcript places them.
+    Transcript align_text(const float * pcm, size_t n, const std::string & text, const std::string & language);
+
     // One recording through BATCHER (on this pipeline's session), from any thread: with a VAD, a
     // detector of the caller's own runs on the calling thread.
     Transcript run_shared(Batcher & batcher, const float * pcm, size_t n, const RecordingRequest & req);

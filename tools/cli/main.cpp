@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -43,7 +44,7 @@ int die(transcribe_status st) { return tool_error("transcribe-cli", st); }
 int main(int argc, char ** argv) {
     CLI::App app {"transcribe-cli: speech to text with transcribe (Canary-Qwen, Canary AED, Parakeet, Whisper)"};
     std::string format_name = "txt", output_path, tokenize_text,
-                timestamps_name;
+                timestamps_name, text_path;
     std::vector<std::string> audio_paths;
     int  max_new_tokens = 256, chunk_ms = 0, batch = 0;
     double max_audio_s = 3 * 3600;
@@ -69,6 +70,10 @@ int main(int argc, char ** argv) {
                    "recordings (files, pieces of long audio) decoded together (default: as free memory allows, at most 8)")
         ->check(CLI::Range(1, 64));
     app.add_option("--tokenize", tokenize_text, "print the token ids of TEXT and exit");
+    app.add_option("--text", text_path,
+                   "align this transcript (a UTF-8 file) in the audio instead of transcribing it: -m is an aligner "
+                   "(Qwen3-ForcedAligner, or a CTC model: NeMo Forced Aligner's way); --language is the text's")
+        ->check(CLI::ExistingFile);
     app.add_flag("--version", show_version, "print the version and exit");
     VadOptions vad;
     vad.add_to(app);
@@ -97,6 +102,14 @@ int main(int argc, char ** argv) {
     const bool tokenize_only = app.count("--tokenize") > 0;
     if (audio_paths.empty() && !tokenize_only) {
         return die("no audio file given");
+    }
+    std::string given_text;
+    if (!text_path.empty()) {
+        if (audio_paths.size() != 1 || stream || batch > 1) {
+            return die("--text aligns one transcript in one audio file (no --stream, no --batch)");
+        }
+        std::ifstream f(text_path, std::ios::binary);
+        given_text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     }
     Format format;
     parse_format(as_json ? "json" : format_name, &format);
@@ -135,7 +148,7 @@ int main(int argc, char ** argv) {
         transcribe_model_free(model);
         return die(align_error);
     }
-    if (aligner) {
+    if (aligner || !text_path.empty()) {
         AlignOption::times_words(info);
     }
     if (timestamps_name == "word" && !info.word_timestamps && !info.timestamp_prompt) {
@@ -229,7 +242,10 @@ int main(int argc, char ** argv) {
             lengths.push_back(a.n_samples);
         }
         if (!exit_code) {
-            if (n == 1) {
+            if (!text_path.empty()) {
+                statuses[0] = transcribe_align(session, pcm[0], lengths[0], given_text.c_str(), rp.language, &results[0]);
+                run_error   = transcribe_last_error();
+            } else if (n == 1) {
                 shown = TextStream {};
                 statuses[0] = transcribe_run(session, pcm[0], lengths[0], &rp, &results[0]);
                 run_error   = transcribe_last_error(); // before another call replaces it

@@ -106,6 +106,11 @@ int main(int argc, char ** argv) {
         }
     } release {st};
     transcribe_model_get_info(st.model, &st.info);
+    if (st.info.forced_aligner) {
+        std::fprintf(stderr, "transcribe-server: error: %s is a forced aligner: it transcribes nothing; serve a model that "
+                     "transcribes and give it with --align-with\n", model_options.path.c_str());
+        return 1;
+    }
     std::string load_error;
     transcribe_model * loaded_draft = nullptr;
     if (!draft.load(st.model, lp, &loaded_draft, &load_error)) {

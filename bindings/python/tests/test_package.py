@@ -292,6 +292,31 @@ def test_align_with_qwen3_forced_aligner(paths):
     aligner.close()
 
 
+def test_align_times_a_given_text(paths):
+    """Model.align(audio, text, language) on an aligner: Qwen3-ForcedAligner gives the reference's align() items
+    (qwen3-aligner-tiny's goldens, F32 cache); a CTC model NeMo Forced Aligner's words for the text (the
+    parakeet-ctc-alignment golden); a model that aligns nothing is refused."""
+    fixtures = paths["root"] / "tests" / "fixtures"
+    aligner = transcribe.Model(paths["models"] / "qwen3-aligner-tiny-f32.gguf", threads=2, kv_type="f32")
+    for run in ("jfk_en", "jfk_2p37s_zh", "jfk_0p7s_punct"):
+        g = json.loads((fixtures / "qwen3-aligner-tiny" / "golden" / run / "align.json").read_text())
+        r = aligner.align(fixtures / "qwen3-asr-tiny" / "audio" / f"{g['clip']}.wav", g["text"], g["language"])
+        assert r.text == g["text"]
+        want = [(i["text"], round(i["start_time"] * 1000), round(i["end_time"] * 1000)) for i in g["items"]]
+        assert [(w.word, w.t0_ms, w.t1_ms) for w in r.words] == want
+    aligner.close()
+    g = json.loads((fixtures / "parakeet-ctc-alignment" / "golden" / "tdt_text_jfk.json").read_text())
+    ctc = transcribe.Model(paths["models"] / "parakeet-ctc-tiny-f32.gguf", threads=2)
+    r = ctc.align(paths["parakeet"] / "audio" / "jfk.wav", g["text"])
+    assert [(w.word, w.t0_ms, w.t1_ms) for w in r.words] == [
+        (w["text"], round(w["t_start"] * 1000), round(w["t_end"] * 1000)) for w in g["words"]]
+    ctc.close()
+    model = transcribe.Model(paths["models"] / "qwen3-asr-tiny-f32.gguf", threads=2)
+    with pytest.raises(transcribe.TranscribeError, match="forced aligner"):
+        model.align(fixtures / "qwen3-asr-tiny" / "audio" / "jfk_0p7s.wav", "a b")
+    model.close()
+
+
 def test_a_streaming_model_s_contexts_and_their_offline_runs(paths):
     """A cache-aware streaming model (streaming-tiny's hybrid): its attention contexts, and at each one the
     ids NeMo's offline run gives (the fixture's goldens); one it was not trained with is an error."""

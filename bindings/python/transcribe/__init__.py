@@ -238,13 +238,7 @@ class Model:
         (cache-aware streaming models; default: the first)."""
         if self._handle is None:
             raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
-        a = N.Audio()
-        if isinstance(audio, (str, Path)):
-            _check(N.audio_load(str(audio).encode(), self.sample_rate, ctypes.byref(a)))
-        else:
-            pointer, n, keep = _float32(audio)
-            _check(N.audio_from_pcm(pointer, n, int(sample_rate), 1, self.sample_rate, ctypes.byref(a)))
-            del keep
+        a = self._audio(audio, sample_rate)
         try:
             rp = N.run_params_init()
             rp.max_new_tokens = max_new_tokens
@@ -289,6 +283,38 @@ class Model:
             N.audio_free(ctypes.byref(a))
         if status not in (N.OK, N.OUTPUT_TRUNCATED):
             _check(status)
+        try:
+            t = N.Timings()
+            N.session_get_timings(session, ctypes.byref(t))
+            return _result(r, t)
+        finally:
+            N.result_free(r)
+
+    def _audio(self, audio, sample_rate) -> N.Audio:
+        """AUDIO (a file, or samples at SAMPLE_RATE) as mono samples at the model's rate; free with audio_free."""
+        a = N.Audio()
+        if isinstance(audio, (str, Path)):
+            _check(N.audio_load(str(audio).encode(), self.sample_rate, ctypes.byref(a)))
+        else:
+            pointer, n, keep = _float32(audio)
+            _check(N.audio_from_pcm(pointer, n, int(sample_rate), 1, self.sample_rate, ctypes.byref(a)))
+            del keep
+        return a
+
+    def align(self, audio: Union[str, Path, Sequence[float]], text: str, language: Optional[str] = None,
+              sample_rate: int = 16000) -> Result:
+        """TEXT (a script, lyrics, a transcript) timed in AUDIO by this model, which must be an aligner
+        (.forced_aligner: Qwen3-ForcedAligner, as its align(audio, text, language) does; or .ctc_head: NeMo
+        Forced Aligner's way). The Result's text is TEXT; its words and segments carry the times."""
+        if self._handle is None:
+            raise TranscribeError(N.STATUS_NAMES.index("INVALID_ARG"), "the model was closed")
+        a = self._audio(audio, sample_rate)
+        try:
+            session, r = self._session(), ctypes.c_void_p()
+            _check(N.align(session, a.samples, a.n_samples, text.encode(), language.encode() if language else None,
+                           ctypes.byref(r)))
+        finally:
+            N.audio_free(ctypes.byref(a))
         try:
             t = N.Timings()
             N.session_get_timings(session, ctypes.byref(t))
