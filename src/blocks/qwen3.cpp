@@ -123,11 +123,15 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         ggml_tensor * v   = with_lora(ctx, l.v, qkv[2], h);
 
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
-        // hang off the set_rows results so the writes are ordered before the reads.
-        ggml_tensor * k_all = ggml_set_rows(ctx, (*at.k_cache)[il], ggml_reshape_2d(ctx, k, hd * nkv, T), at.kv_idx);
-        ggml_tensor * v_all = ggml_set_rows(ctx, (*at.v_cache)[il], v, at.kv_idx);
-        ggml_build_forward_expand(gf, k_all);
-        ggml_build_forward_expand(gf, v_all);
+        // hang off the set_rows results so the writes are ordered before the reads. Without a cache (one
+        // pass, nothing kept) the graph's own K/V are attended, in F32.
+        ggml_tensor * k_all = ggml_reshape_2d(ctx, k, hd * nkv, T), * v_all = v;
+        if (at.k_cache) {
+            k_all = ggml_set_rows(ctx, (*at.k_cache)[il], k_all, at.kv_idx);
+            v_all = ggml_set_rows(ctx, (*at.v_cache)[il], v, at.kv_idx);
+            ggml_build_forward_expand(gf, k_all);
+            ggml_build_forward_expand(gf, v_all);
+        }
         ggml_tensor * o = at.decode
             ? ops::decode_attention(ctx, q, k_all, v_all, at.pos, at.kv_idx, at.mask, at.n_kv, scale)
             : ops::causal_attention(ctx, q, k_all, v_all, at.mask, at.n_kv, scale); // [hd, nh, T]
@@ -158,14 +162,16 @@ Qwen3Decoder::Qwen3Decoder(const Qwen3 & lm, Executor & exec, ggml_type kv_type,
              "KV cache") {}
 
 Graph & Qwen3Decoder::prompt_graph(int seq, const std::vector<Piece> & prompt, int n_select) {
-    cache_.check_seq(seq);
     std::string key = std::to_string(seq) + ":" + std::to_string(n_select) + ":";
     int T = 0;
     for (const Piece & p : prompt) {
         key += (p.rows ? "e" : "i") + std::to_string(p.length()) + ",";
         T += p.length();
     }
-    cache_.restart(seq, T);
+    if (seq >= 0) {
+        cache_.check_seq(seq);
+        cache_.restart(seq, T);
+    }
     auto & slot = prefill_graphs_[key];
     if (slot) {
         return *slot;
@@ -185,10 +191,13 @@ Graph & Qwen3Decoder::prompt_graph(int seq, const std::vector<Piece> & prompt, i
         x = x ? ggml_concat(ctx, x, part, 1) : part;
     }
     g->output(x, "input_embd");
-    // The prompt sees its own sequence's stretch of the cache as a cache of its own.
-    const std::vector<ggml_tensor *> k_seq = cache_.stretch(ctx, cache_.k(), seq);
-    const std::vector<ggml_tensor *> v_seq = cache_.stretch(ctx, cache_.v(), seq);
-    const Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
+    // The prompt sees its own sequence's stretch of the cache as a cache of its own (none: no cache).
+    const std::vector<ggml_tensor *> k_seq = seq >= 0 ? cache_.stretch(ctx, cache_.k(), seq) : std::vector<ggml_tensor *> {};
+    const std::vector<ggml_tensor *> v_seq = seq >= 0 ? cache_.stretch(ctx, cache_.v(), seq) : std::vector<ggml_tensor *> {};
+    Qwen3::Attend at = attend_inputs(*g, T, T, k_seq, v_seq, false);
+    if (seq < 0) {
+        at.k_cache = at.v_cache = nullptr;
+    }
     if (n_select > 0) {
         ggml_tensor * h = ggml_get_rows(ctx, lm_.build(ctx, g->graph(), x, at), g->input("select", GGML_TYPE_I32, n_select));
         output_logits(*g, lm_.logits(ctx, h));
@@ -220,7 +229,9 @@ void Qwen3Decoder::run_prompt(Graph & g, int seq, const std::vector<Piece> & pro
             idx[size_t(i)] = i;
         }
         tensor_set(g.get("pos"), pos);
-        tensor_set(g.get("kv_idx"), idx);
+        if (ggml_tensor * rows = g.get("kv_idx"); rows->buffer) { // unallocated without a cache
+            tensor_set(rows, idx);
+        }
         if (!select.empty()) {
             tensor_set(g.get("select"), select);
         }
@@ -234,7 +245,9 @@ void Qwen3Decoder::run_prompt(Graph & g, int seq, const std::vector<Piece> & pro
             tensor_set(m, mask);
         }
     });
-    cache_.set_past(seq, T);
+    if (seq >= 0) {
+        cache_.set_past(seq, T);
+    }
 }
 
 int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits,
@@ -252,7 +265,7 @@ int32_t Qwen3Decoder::prefill(int seq, const std::vector<Piece> & prompt, std::v
     return next;
 }
 
-std::vector<float> Qwen3Decoder::logits_at(int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & positions) {
+std::vector<float> Qwen3Decoder::logits_at(const std::vector<Piece> & prompt, const std::vector<int32_t> & positions) {
     std::vector<float> out;
     if (positions.empty()) {
         return out;
@@ -266,8 +279,8 @@ std::vector<float> Qwen3Decoder::logits_at(int seq, const std::vector<Piece> & p
             fail(TRANSCRIBE_ERR_INVALID_ARG, "logits at position %d of a %d-position prompt", p, T);
         }
     }
-    Graph & g = prompt_graph(seq, prompt, int(positions.size()));
-    run_prompt(g, seq, prompt, positions);
+    Graph & g = prompt_graph(-1, prompt, int(positions.size()));
+    run_prompt(g, -1, prompt, positions);
     tensor_get_f32(g.get("logits"), out);
     return out;
 }

@@ -46,7 +46,7 @@ public:
     // mask over the first n_kv rows, for where our attention kernels do not apply.
     struct Attend {
         ggml_tensor * pos = nullptr, * kv_idx = nullptr, * mask = nullptr;
-        const std::vector<ggml_tensor *> * k_cache = nullptr, * v_cache = nullptr;
+        const std::vector<ggml_tensor *> * k_cache = nullptr, * v_cache = nullptr; // null: no cache (one pass)
         int64_t n_kv   = 0;
         bool    decode = false;
     };
@@ -96,8 +96,9 @@ public:
     // copies out the logits at the last position and the spliced input embeddings [T][hidden].
     int32_t prefill(int seq, const std::vector<Piece> & prompt, std::vector<float> * logits, std::vector<float> * input_embd);
     // The prompt's logits at POSITIONS, [positions][head rows] (a classifier over chosen slots: the forced
-    // aligner's timestamps); sequence SEQ then holds the prompt as prefill leaves it.
-    std::vector<float> logits_at(int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & positions);
+    // aligner's timestamps), from one causal pass that keeps nothing: its K/V stay in the graph (F32), the
+    // cache untouched.
+    std::vector<float> logits_at(const std::vector<Piece> & prompt, const std::vector<int32_t> & positions);
     // StepDecoder: one graph a step (built once per column count, and per padded cache length where an
     // op reads the mask); rewound rows are rewritten by the next tokens fed.
     void step(const std::vector<int> & seqs, const std::vector<int32_t> & tokens, std::vector<int32_t> & next,
@@ -112,7 +113,7 @@ public:
 
 private:
     // The graph of a prompt of these pieces' shape, with the logits of its last position (N_SELECT 0) or of
-    // N_SELECT positions given as the "select" input; restarts SEQ's rows.
+    // N_SELECT positions given as the "select" input; restarts SEQ's rows (SEQ < 0: no cache).
     Graph & prompt_graph(int seq, const std::vector<Piece> & prompt, int n_select);
     void    run_prompt(Graph & g, int seq, const std::vector<Piece> & prompt, const std::vector<int32_t> & select);
     Graph & decode_graph(int n_batch, int n_kv);

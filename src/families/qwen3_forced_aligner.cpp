@@ -35,7 +35,7 @@ public:
 private:
     const Qwen3ForcedAlignerModel & model_;
     WindowedAudioEncoder::Run       encode_;
-    std::unique_ptr<Qwen3Decoder>   decoder_; // sized to the longest input so far
+    Qwen3Decoder                    decoder_; // its one causal pass keeps nothing: a cache of one row
 };
 
 class Qwen3ForcedAlignerModel final : public Model {
@@ -116,7 +116,7 @@ public:
 };
 
 Qwen3ForcedAlignerSession::Qwen3ForcedAlignerSession(const Qwen3ForcedAlignerModel & model, const SessionOptions & opt)
-    : SessionBase(model.device_, opt), model_(model), encode_(model.encoder_) {}
+    : SessionBase(model.device_, opt), model_(model), encode_(model.encoder_), decoder_(model.lm_, exec_, opt.kv_type, 1) {}
 
 std::vector<Word> Qwen3ForcedAlignerSession::align_text(const float * pcm, size_t n, const std::string & text,
                                                         const std::string & language, const RunOptions & o) {
@@ -151,16 +151,12 @@ std::vector<Word> Qwen3ForcedAlignerSession::align_text(const float * pcm, size_
     progress(o, 0.5f);
 
     StageTimer timer;
-    if (!decoder_ || decoder_->n_ctx() < T) { // the cache grows with the longest input (rows untouched cost nothing)
-        decoder_.reset();
-        decoder_ = std::make_unique<Qwen3Decoder>(model_.lm_, exec_, opt_.kv_type, std::max(T, 1024));
-    }
     Qwen3Decoder::Piece before, audio, after;
     before.ids = {ids.front()};
     audio.rows   = audio_rows.data();
     audio.n_rows = n_audio;
     after.ids.assign(ids.begin() + 1 + n_audio, ids.end());
-    const std::vector<float> logits = decoder_->logits_at(0, {before, audio, after}, slots);
+    const std::vector<float> logits = decoder_.logits_at({before, audio, after}, slots);
     timings_.prefill_ms       = timer.ms();
     timings_.n_prefill_tokens = T;
     const int n_classes = model_.lm_hp_.head_rows;
