@@ -125,10 +125,12 @@ TEST_P(CausalAttention, Matches_ggml_flash_attention_with_a_causal_mask) {
                      [&](ggml_context * g) { return causal_attention_op(g, o.q, o.k, o.v, o.scale); }, 0.5f);
 }
 
-// Qwen3-1.7B's heads over jfk's prompt; a partial last block of queries; the shortest prompt; one
+// Qwen3-1.7B's heads over jfk's prompt; a partial last block of queries; a forced aligner's long piece
+// (past 1024 keys) and the longest prompt it takes; the shortest prompt; one
 // cache head for all; an F32 cache; the test fixture's heads.
 INSTANTIATE_TEST_SUITE_P(Shapes, CausalAttention,
                          ::testing::Values(Case {128, 16, 8, 152, GGML_TYPE_F16}, Case {128, 16, 8, 17, GGML_TYPE_F32},
+                                           Case {128, 2, 1, 2500, GGML_TYPE_F32}, Case {64, 2, 2, 4096, GGML_TYPE_F16},
                                            Case {128, 2, 2, 2, GGML_TYPE_F16}, Case {64, 4, 1, 33, GGML_TYPE_F16},
                                            Case {64, 6, 3, 70, GGML_TYPE_F32}, Case {16, 4, 2, 60, GGML_TYPE_F16}));
 

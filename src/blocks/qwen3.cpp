@@ -125,16 +125,18 @@ ggml_tensor * Qwen3::build(ggml_context * ctx, ggml_cgraph * gf, ggml_tensor * x
         // Write this step's K/V into the cache, then attend over the first n_kv cache rows; the views
         // hang off the set_rows results so the writes are ordered before the reads. Without a cache (one
         // pass, nothing kept) the graph's own K/V are attended, in F32.
-        ggml_tensor * k_all = ggml_reshape_2d(ctx, k, hd * nkv, T), * v_all = v;
+        ggml_tensor * k_all = ggml_reshape_2d(ctx, k, hd * nkv, T), * v_all = nullptr;
         if (at.k_cache) {
             k_all = ggml_set_rows(ctx, (*at.k_cache)[il], k_all, at.kv_idx);
             v_all = ggml_set_rows(ctx, (*at.v_cache)[il], v, at.kv_idx);
             ggml_build_forward_expand(gf, k_all);
             ggml_build_forward_expand(gf, v_all);
+        } else {
+            v_all = ggml_is_contiguous(v) ? v : ggml_cont(ctx, v); // rows the kernel reads whole
         }
         ggml_tensor * o = at.decode
             ? ops::decode_attention(ctx, q, k_all, v_all, at.pos, at.kv_idx, at.mask, at.n_kv, scale)
-            : ops::causal_attention(ctx, q, k_all, v_all, at.mask, at.n_kv, scale); // [hd, nh, T]
+            : ops::causal_attention(ctx, q, k_all, v_all, at.mask, at.n_kv, scale, at.k_cache ? nullptr : l.o); // [hd, nh, T]
         ggml_tensor * o2 = ggml_reshape_2d(ctx, o, hd * nh, T);
         if (il + 1 == layers_.size() && n_out > 0 && n_out < T) {
             // Nothing reads the other rows past the last attention: skip their projection and FFN.

@@ -13,8 +13,9 @@
 
 namespace transcribe {
 
-// The longest prompt the op takes (its per-thread scores live on the stack).
-constexpr int64_t CAUSAL_ATTENTION_MAX_KEYS = 1024;
+// The longest prompt the op takes (its per-thread scores live on the stack: 16 queries x this many keys,
+// 256 KiB, within a worker thread's stack; a forced aligner's 180 s piece is some 3400 positions).
+constexpr int64_t CAUSAL_ATTENTION_MAX_KEYS = 4096;
 
 // Whether the kernel takes these: Q [head_dim, heads, T] F32 contiguous with head_dim 128 (Qwen3), 64
 // or 16 (the test fixture's), 1 < T <= CAUSAL_ATTENTION_MAX_KEYS; K and V caches [head_dim * kv_heads,

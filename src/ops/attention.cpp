@@ -44,8 +44,10 @@ ggml_tensor * flash_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor *
 namespace ops {
 
 ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
-                               ggml_tensor * mask, int64_t n_kv, float scale) {
-    if (n_kv == q->ne[2] && causal_attention_op_applies(q, k_cache, v_cache)) {
+                               ggml_tensor * mask, int64_t n_kv, float scale, const ggml_tensor * layer_weight) {
+    const bool applies = layer_weight ? causal_attention_kernel_takes(q, k_cache, v_cache) && in_host_memory(layer_weight)
+                                      : causal_attention_op_applies(q, k_cache, v_cache);
+    if (n_kv == q->ne[2] && applies) {
         return causal_attention_op(ctx, q, k_cache, v_cache, scale);
     }
     return flash_attention(ctx, q, k_cache, v_cache, mask, n_kv, scale);

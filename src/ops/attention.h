@@ -17,10 +17,11 @@ bool rel_pos_attention_op_applies(const ggml_tensor * q, const ggml_tensor * k, 
 namespace ops {
 // A prompt: Q [head_dim, heads, T] at positions 0..T-1 against the first n_kv rows of the caches
 // k_cache / v_cache [head_dim * kv_heads, rows] (which this graph may have just written); mask: the
-// causal mask [n_kv, T] ggml's flash attention needs where our kernel does not apply.
-// Returns [head_dim, heads, T].
+// causal mask [n_kv, T] ggml's flash attention needs where our kernel does not apply. K and V may also
+// be this graph's own tensors (one pass, no cache): then LAYER_WEIGHT (one of the layer's) says where
+// the graph runs. Returns [head_dim, heads, T].
 ggml_tensor * causal_attention(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k_cache, ggml_tensor * v_cache,
-                               ggml_tensor * mask, int64_t n_kv, float scale);
+                               ggml_tensor * mask, int64_t n_kv, float scale, const ggml_tensor * layer_weight = nullptr);
 // Decode steps of B sequences: query b (Q [head_dim, heads, B]) at position pos[b] (I32 [B]) whose K/V
 // went to cache row rows[b] (I64 [B]) reads the pos[b] + 1 rows ending there; mask [n_kv, B]: the
 // same as an additive mask over the first n_kv rows, for ggml's flash attention where our kernel does
