@@ -115,6 +115,16 @@ def _result(r, timings: N.Timings) -> Result:
                   truncated=bool(N.result_truncated(r)), language=N.result_language(r).decode())
 
 
+def _taken_result(session, r) -> Result:
+    """The native result R as a Result, with SESSION's timings of the run that made it; R is freed."""
+    try:
+        t = N.Timings()
+        N.session_get_timings(session, ctypes.byref(t))
+        return _result(r, t)
+    finally:
+        N.result_free(r)
+
+
 class Model:
     """Weights loaded once. threads: CPU threads per run (<= 0: all cores); backend: auto, cpu, cuda,
     vulkan, metal."""
@@ -283,12 +293,7 @@ class Model:
             N.audio_free(ctypes.byref(a))
         if status not in (N.OK, N.OUTPUT_TRUNCATED):
             _check(status)
-        try:
-            t = N.Timings()
-            N.session_get_timings(session, ctypes.byref(t))
-            return _result(r, t)
-        finally:
-            N.result_free(r)
+        return _taken_result(session, r)
 
     def _audio(self, audio, sample_rate) -> N.Audio:
         """AUDIO (a file, or samples at SAMPLE_RATE) as mono samples at the model's rate; free with audio_free."""
@@ -315,12 +320,7 @@ class Model:
                            ctypes.byref(r)))
         finally:
             N.audio_free(ctypes.byref(a))
-        try:
-            t = N.Timings()
-            N.session_get_timings(session, ctypes.byref(t))
-            return _result(r, t)
-        finally:
-            N.result_free(r)
+        return _taken_result(session, r)
 
     def live(self, sample_rate: int = 16000, vad: Optional[Union[str, Path]] = None,
              turn_detection: Optional[str] = "server_vad", threshold: float = 0.5, prefix_padding_ms: int = 300,
